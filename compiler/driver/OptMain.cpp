@@ -1,0 +1,25 @@
+#include "tessera/Compiler.h"
+
+
+#include "tile/TileDialect.h"
+
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
+
+int tessera::optMain(int argc, char **argv) {
+  mlir::DialectRegistry registry;
+  registry.insert<tessera::tile::TileDialect, mlir::arith::ArithDialect, mlir::math::MathDialect,
+                  mlir::scf::SCFDialect, mlir::func::FuncDialect,
+                  mlir::cf::ControlFlowDialect>();
+  mlir::func::registerInlinerExtension(registry);
+  mlir::registerCanonicalizerPass();
+  mlir::registerCSEPass();
+  mlir::registerInlinerPass();
+  mlir::registerSymbolDCEPass();
+
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "Tessera optimizer driver\n", registry));
+}

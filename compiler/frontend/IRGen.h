@@ -1,0 +1,115 @@
+// Semantic analysis and IR generation: walks the syntax tree of one kernel,
+// evaluates constexprs, inlines @func helpers, checks types and shapes, and
+// emits `tile`/`arith`/`math`/`scf` IR with source locations.
+#ifndef TESSERA_FRONTEND_IRGEN_H
+#define TESSERA_FRONTEND_IRGEN_H
+
+#include "ModuleLoader.h"
+#include "SemValue.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+
+namespace tessera::fe {
+
+class IRGen {
+public:
+  IRGen(mlir::MLIRContext &ctx, const SourceManager &sm, DiagnosticEngine &diags)
+      : ctx_(ctx), sm_(sm), diags_(diags), b_(&ctx) {}
+
+  /// Emits kernel `fn` of `mod`, specialized with `constexprs`, into `module`.
+  /// On failure a diagnostic has been reported.
+  bool genKernel(mlir::ModuleOp module, const ModuleInfo &mod, const FunctionDef &fn,
+                 const std::map<std::string, ConstexprValue> &constexprs,
+                 KernelSignature &signature);
+
+  // ---- used by the builtins (Builtins.cpp) ----
+  struct Arg {
+    SemValue value;
+    Loc loc;
+    const Expr *expr = nullptr;
+    bool present = false;
+  };
+  mlir::Location loc(Loc l);
+  SemValue fail(Loc l, const std::string &msg);
+  bool failed() const { return diags_.hasErrors(); }
+  mlir::OpBuilder &builder() { return b_; }
+  mlir::Type toMlir(DType d);
+  mlir::Type toMlir(const TileType &t);
+  /// Turns a constexpr number/bool into a run-time scalar; `want` picks its type.
+  SemValue materialize(const SemValue &v, Loc l, std::optional<DType> want = std::nullopt);
+  SemValue castTo(const SemValue &v, DType to, Loc l);
+  SemValue broadcastTo(const SemValue &v, const std::vector<int64_t> &shape, Loc l);
+  std::optional<std::vector<int64_t>> broadcastShapes(const std::vector<int64_t> &a,
+                                                      const std::vector<int64_t> &b, Loc l);
+  SemValue constant(DType d, const std::vector<int64_t> &shape, double fv, int64_t iv, Loc l);
+  SemValue binary(BinOp op, const SemValue &lhs, const SemValue &rhs, Loc l);
+  /// Bring two operands to a common element type and shape (NumPy rules).
+  bool unify(SemValue &a, SemValue &b, Loc l, const char *what);
+  bool checkTileShape(const std::vector<int64_t> &shape, Loc l);
+  std::optional<std::vector<int64_t>> shapeArg(const Arg &a, const char *fn);
+  std::optional<int64_t> intArg(const Arg &a, const char *fn, const char *what);
+  std::optional<DType> dtypeArg(const Arg &a, const char *fn);
+  bool truthy(const SemValue &v, Loc l, mlir::Value &out);
+
+private:
+  using Scope = std::map<std::string, SemValue>;
+  struct Frame {
+    const ModuleInfo *module = nullptr;
+    const FunctionDef *fn = nullptr;
+    Scope vars;
+    bool returned = false;
+    SemValue returnValue;
+    int runtimeControlDepth = 0; // nesting of scf regions in this frame
+    std::map<std::string, Loc> scopedOut; // names dropped at the end of a region
+  };
+
+  // Statements.
+  bool genBlock(const Block &block);
+  bool genStmt(const Stmt &s);
+  bool genAssign(const Expr &target, SemValue value, Loc l);
+  bool genIf(const Stmt &s);
+  bool genFor(const Stmt &s);
+  bool genWhile(const Stmt &s);
+  void collectAssigned(const Block &block, std::set<std::string> &out);
+
+  // Expressions.
+  SemValue genExpr(const Expr &e);
+  SemValue genName(const Expr &e);
+  SemValue genUnary(const Expr &e);
+  SemValue genBinary(const Expr &e);
+  SemValue genCall(const Expr &e);
+  SemValue genSubscript(const Expr &e);
+  SemValue genAttribute(const Expr &e);
+  SemValue genIfExp(const Expr &e);
+  SemValue constBinary(BinOp op, const SemValue &a, const SemValue &b, Loc l);
+  SemValue callHelper(const Expr &call, const FunctionDef &fn, const ModuleInfo &mod,
+                      std::vector<Arg> &args, std::vector<std::pair<std::string, Arg>> &kws);
+  SemValue callBuiltin(const std::string &name, const Expr &call, std::vector<Arg> &args,
+                       std::vector<std::pair<std::string, Arg>> &kws);
+  SemValue lookupGlobal(const ModuleInfo &mod, const std::string &name, Loc l, int depth = 0);
+  SemValue evalGlobalConst(const ModuleInfo &mod, const GlobalConst &g);
+  /// Ensures a value can live in an scf region result / iter_arg.
+  SemValue toCarried(const SemValue &v, Loc l);
+
+  Frame &frame() { return frames_.back(); }
+
+  mlir::MLIRContext &ctx_;
+  const SourceManager &sm_;
+  DiagnosticEngine &diags_;
+  mlir::OpBuilder b_;
+  std::vector<Frame> frames_;
+  std::vector<const FunctionDef *> callStack_;
+  std::map<const GlobalConst *, SemValue> globalCache_;
+  std::set<const GlobalConst *> globalsInProgress_;
+};
+
+} // namespace tessera::fe
+
+#endif

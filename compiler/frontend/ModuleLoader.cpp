@@ -1,0 +1,135 @@
+#include "ModuleLoader.h"
+
+#include <filesystem>
+
+namespace fs = std::filesystem;
+
+namespace tessera::fe {
+
+static std::string canonical(const std::string &p) {
+  std::error_code ec;
+  fs::path c = fs::weakly_canonical(fs::path(p), ec);
+  return ec ? p : c.string();
+}
+
+const ModuleInfo *ModuleLoader::loadMain(const std::string &path, const std::string *text) {
+  uint32_t id;
+  if (text) {
+    id = sm_.addBuffer(path, *text);
+  } else if (!sm_.addFile(path, id)) {
+    id = sm_.addBuffer(path, "");
+    diags_.error(Loc{id, 0, 0}, "cannot open file '" + path + "'");
+    return nullptr;
+  }
+  return load(id, path, 0);
+}
+
+bool ModuleLoader::resolveImport(const std::string &fromPath, const std::string &spec,
+                                 std::string &out) {
+  std::vector<fs::path> candidates;
+  if (fs::path(spec).is_absolute()) {
+    candidates.push_back(spec);
+  } else {
+    candidates.push_back(fs::path(fromPath).parent_path() / spec);
+    for (const std::string &dir : searchPaths_)
+      candidates.push_back(fs::path(dir) / spec);
+  }
+  for (const fs::path &c : candidates) {
+    std::error_code ec;
+    if (fs::is_regular_file(c, ec)) {
+      out = c.string();
+      return true;
+    }
+  }
+  return false;
+}
+
+const ModuleInfo *ModuleLoader::load(uint32_t file, const std::string &path, int depth) {
+  std::string key = canonical(path);
+  if (auto it = byPath_.find(key); it != byPath_.end())
+    return it->second;
+
+  std::unique_ptr<Module> ast = parseModule(sm_, file, diags_);
+  if (!ast)
+    return nullptr;
+  auto info = std::make_unique<ModuleInfo>();
+  info->path = path;
+  info->ast = std::move(ast);
+  ModuleInfo *self = info.get();
+  modules_.push_back(std::move(info));
+  byPath_[key] = self;
+
+  auto defined = [&](const std::string &name) -> Loc {
+    if (auto it = self->functions.find(name); it != self->functions.end())
+      return it->second->nameLoc;
+    if (auto it = self->globals.find(name); it != self->globals.end())
+      return it->second->loc;
+    if (auto it = self->imports.find(name); it != self->imports.end())
+      return it->second.loc;
+    return Loc{};
+  };
+  auto redefinition = [&](Loc at, const std::string &name, Loc prev) {
+    diags_.error(at, "'" + name + "' is already defined in this file");
+    diags_.note(prev, "previous definition is here");
+  };
+
+  // Index this file's own definitions first so that import cycles resolve.
+  for (const auto &fn : self->ast->functions) {
+    if (Loc prev = defined(fn->name); prev.valid()) {
+      redefinition(fn->nameLoc, fn->name, prev);
+      return nullptr;
+    }
+    self->functions[fn->name] = fn.get();
+  }
+  for (const GlobalConst &g : self->ast->globals) {
+    if (Loc prev = defined(g.name); prev.valid()) {
+      redefinition(g.loc, g.name, prev);
+      return nullptr;
+    }
+    self->globals[g.name] = &g;
+  }
+  for (const ImportDecl &imp : self->ast->imports) {
+    if (depth > 32) {
+      diags_.error(imp.loc, "imports are nested more than 32 levels deep");
+      return nullptr;
+    }
+    std::string resolved;
+    if (!resolveImport(path, imp.path, resolved)) {
+      diags_.error(imp.pathLoc, "cannot find imported file '" + imp.path + "'");
+      return nullptr;
+    }
+    const ModuleInfo *dep = nullptr;
+    if (auto it = byPath_.find(canonical(resolved)); it != byPath_.end()) {
+      dep = it->second;
+    } else {
+      uint32_t id;
+      if (!sm_.addFile(resolved, id)) {
+        diags_.error(imp.pathLoc, "cannot read imported file '" + resolved + "'");
+        return nullptr;
+      }
+      dep = load(id, resolved, depth + 1);
+      if (!dep)
+        return nullptr;
+    }
+    for (const ImportName &n : imp.names) {
+      const std::string &local = n.alias.empty() ? n.name : n.alias;
+      if (Loc prev = defined(local); prev.valid()) {
+        redefinition(n.loc, local, prev);
+        return nullptr;
+      }
+      self->imports[local] = ImportedName{dep, n.name, n.loc};
+    }
+  }
+  // Imported names must exist; checked once the imported module is complete.
+  for (auto &[local, imp] : self->imports) {
+    const ModuleInfo *m = imp.module;
+    if (!m->functions.count(imp.name) && !m->globals.count(imp.name) &&
+        !m->imports.count(imp.name)) {
+      diags_.error(imp.loc, "'" + imp.name + "' is not defined in '" + m->path + "'");
+      return nullptr;
+    }
+  }
+  return self;
+}
+
+} // namespace tessera::fe

@@ -1,0 +1,49 @@
+#include "SemValue.h"
+
+#include <sstream>
+
+namespace tessera::fe {
+
+std::string shapeStr(const std::vector<int64_t> &shape) {
+  std::ostringstream os;
+  os << "(";
+  for (size_t i = 0; i < shape.size(); ++i)
+    os << (i ? ", " : "") << shape[i];
+  if (shape.size() == 1)
+    os << ",";
+  os << ")";
+  return os.str();
+}
+
+std::string TileType::str() const {
+  std::string s = elem.str();
+  if (shape.empty())
+    return s;
+  s += "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+std::string SemValue::describe() const {
+  switch (kind) {
+  case Invalid: return "<invalid>";
+  case Int: return "constexpr int " + std::to_string(i);
+  case Float: {
+    std::ostringstream os;
+    os << "constexpr float " << f;
+    return os.str();
+  }
+  case Bool: return std::string("constexpr bool ") + (b ? "True" : "False");
+  case DTypeV: return "type " + dtype.str();
+  case Str: return "string \"" + s + "\"";
+  case None: return "None";
+  case Tuple: return "tuple of " + std::to_string(elems.size());
+  case Slice: return "slice";
+  case Runtime: return type.isTile() ? "tile " + type.str() : "scalar " + type.str();
+  case Func: return "function";
+  }
+  return "?";
+}
+
+} // namespace tessera::fe

@@ -1,0 +1,52 @@
+// The compiler's public entry points: source file -> tile IR (and, in later
+// stages, PTX). Errors come back as rendered diagnostics, never as crashes.
+#ifndef TESSERA_COMPILER_H
+#define TESSERA_COMPILER_H
+
+#include "tessera/Types.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tessera {
+
+struct CompileOptions {
+  /// Values for constexpr parameters, overriding the kernels' defaults.
+  std::map<std::string, ConstexprValue> constexprs;
+  /// Directories searched for `from "x.tile" import ...` after the importing
+  /// file's own directory.
+  std::vector<std::string> importPaths;
+  /// Run canonicalize + CSE after IR generation.
+  bool optimize = true;
+};
+
+struct CompileResult {
+  bool ok = false;
+  /// Rendered diagnostics ("file:line:col: error: ..." with source line and caret).
+  std::string diagnostics;
+  /// Textual tile IR (an MLIR module holding one func.func per kernel).
+  std::string tileIR;
+  /// One entry per kernel compiled, in source order.
+  std::vector<KernelSignature> kernels;
+};
+
+/// Compiles kernel `kernel` (every kernel in the file when empty) of `path`.
+CompileResult compileFile(const std::string &path, const std::string &kernel,
+                          const CompileOptions &options = {});
+/// Same, from a string; `virtualPath` names it in diagnostics and anchors imports.
+CompileResult compileSource(const std::string &source, const std::string &virtualPath,
+                            const std::string &kernel, const CompileOptions &options = {});
+
+/// Names of the @kernel functions in a file, in source order (empty + error on bad syntax).
+std::vector<std::string> listKernels(const std::string &path, std::string *diagnostics = nullptr);
+
+/// The `tessera-opt` tool: MLIR's opt driver with Tessera's dialects and passes.
+int optMain(int argc, char **argv);
+
+/// Compiler version string, part of every cache key.
+const char *compilerVersion();
+
+} // namespace tessera
+
+#endif

@@ -1,0 +1,60 @@
+// Element types and kernel signatures shared by the compiler, the runtime and
+// the interpreter. Free of MLIR so that user code can include it.
+#ifndef TESSERA_TYPES_H
+#define TESSERA_TYPES_H
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace tessera {
+
+enum class ScalarType : uint8_t { i1, i8, u8, i16, i32, i64, f16, bf16, f32, f64 };
+
+const char *scalarTypeName(ScalarType t);          // "f32"
+std::optional<ScalarType> parseScalarType(const std::string &name);
+unsigned scalarTypeBits(ScalarType t);            // i1 -> 1, bf16 -> 16
+bool isFloat(ScalarType t);
+bool isUnsigned(ScalarType t);                    // u8 (and i1)
+
+/// A scalar type or a pointer to one (`pointerDepth` levels of `*`).
+struct DType {
+  ScalarType scalar = ScalarType::i32;
+  int pointerDepth = 0;
+  bool isPointer() const { return pointerDepth > 0; }
+  DType pointee() const { return DType{scalar, pointerDepth - 1}; }
+  DType pointerTo() const { return DType{scalar, pointerDepth + 1}; }
+  bool operator==(const DType &o) const {
+    return scalar == o.scalar && pointerDepth == o.pointerDepth;
+  }
+  bool operator!=(const DType &o) const { return !(*this == o); }
+  std::string str() const; // "*f32", "i32"
+};
+std::optional<DType> parseDType(const std::string &text); // "**u8"
+
+/// A compile-time value: a constexpr parameter, a -D define.
+using ConstexprValue = std::variant<int64_t, double, bool, DType>;
+std::string constexprToString(const ConstexprValue &v);
+/// Parses "64", "1e-3", "true", "f16" or "*bf16". Returns nullopt when unparsable.
+std::optional<ConstexprValue> parseConstexpr(const std::string &text);
+
+/// One runtime parameter of a compiled kernel.
+struct KernelParam {
+  std::string name;
+  DType type; // pointers have pointerDepth >= 1
+};
+
+/// What the runtime needs to check a launch: parameters in order, and the
+/// constexpr values the kernel was specialized with.
+struct KernelSignature {
+  std::string name;
+  std::vector<KernelParam> params;
+  std::map<std::string, ConstexprValue> constexprs;
+};
+
+} // namespace tessera
+
+#endif

@@ -1,0 +1,35 @@
+// The `tile` dialect: Tessera's tile-level IR.
+#ifndef TESSERA_DIALECT_TILE_TILEDIALECT_H
+#define TESSERA_DIALECT_TILE_TILEDIALECT_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "tile/TileDialect.h.inc"
+#include "tile/TileEnums.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "tile/TileTypes.h.inc"
+
+#define GET_OP_CLASSES
+#include "tile/TileOps.h.inc"
+
+namespace tessera::tile {
+/// Shape of a tile; empty for a scalar.
+llvm::ArrayRef<int64_t> getShapeOrEmpty(mlir::Type t);
+/// `elem` with the shape of `like` (a tile) or `elem` alone (a scalar).
+mlir::Type withElementType(mlir::Type like, mlir::Type elem);
+/// True for !tile.ptr and tiles of them.
+bool isPointerLike(mlir::Type t);
+} // namespace tessera::tile
+
+#endif

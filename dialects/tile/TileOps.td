@@ -1,0 +1,202 @@
+#ifndef TILE_OPS_TD
+#define TILE_OPS_TD
+
+include "TileDialect.td"
+include "mlir/IR/OpBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/IR/BuiltinAttributes.td"
+
+class Tile_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Tile_Dialect, mnemonic, traits>;
+
+// A scalar or a tile of anything.
+def Tile_Any : AnyTypeOf<[AnyType]>;
+def Tile_I32Tile : RankedTensorOf<[I32]>;
+
+//===----------------------------------------------------------------------===//
+// Program identity
+//===----------------------------------------------------------------------===//
+def Tile_ProgramIdOp : Tile_Op<"program_id", [Pure]> {
+  let summary = "index of this program instance along a grid axis";
+  let arguments = (ins ConfinedAttr<I32Attr, [IntMinValue<0>, IntMaxValue<2>]>:$axis);
+  let results = (outs I32:$result);
+  let assemblyFormat = "$axis attr-dict `:` type($result)";
+}
+
+def Tile_NumProgramsOp : Tile_Op<"num_programs", [Pure]> {
+  let summary = "number of program instances along a grid axis";
+  let arguments = (ins ConfinedAttr<I32Attr, [IntMinValue<0>, IntMaxValue<2>]>:$axis);
+  let results = (outs I32:$result);
+  let assemblyFormat = "$axis attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Tile construction and shape manipulation
+//===----------------------------------------------------------------------===//
+def Tile_MakeRangeOp : Tile_Op<"make_range", [Pure]> {
+  let summary = "1-D tile [start, end) of i32";
+  let arguments = (ins I32Attr:$start, I32Attr:$end);
+  let results = (outs Tile_I32Tile:$result);
+  let assemblyFormat = "$start `,` $end attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_SplatOp : Tile_Op<"splat", [Pure]> {
+  let summary = "tile with every element equal to a scalar";
+  let arguments = (ins AnyType:$src);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Tile_BroadcastOp : Tile_Op<"broadcast", [Pure]> {
+  let summary = "repeat size-1 dimensions of a tile to a larger shape";
+  let arguments = (ins AnyRankedTensor:$src);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Tile_ExpandDimsOp : Tile_Op<"expand_dims", [Pure]> {
+  let summary = "insert a size-1 dimension at `axis`";
+  let arguments = (ins AnyRankedTensor:$src, I32Attr:$axis);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_ReshapeOp : Tile_Op<"reshape", [Pure]> {
+  let summary = "reinterpret a tile with another shape of the same element count";
+  let arguments = (ins AnyRankedTensor:$src);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_TransOp : Tile_Op<"trans", [Pure]> {
+  let summary = "permute the dimensions of a tile";
+  let arguments = (ins AnyRankedTensor:$src, DenseI32ArrayAttr:$order);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Pointers and memory
+//===----------------------------------------------------------------------===//
+def Tile_AddPtrOp : Tile_Op<"addptr", [Pure, AllTypesMatch<["ptr", "result"]>]> {
+  let summary = "pointer arithmetic in units of the pointee";
+  let arguments = (ins AnyType:$ptr, AnyType:$offset);
+  let results = (outs AnyType:$result);
+  let assemblyFormat = "$ptr `,` $offset attr-dict `:` type($ptr) `,` type($offset)";
+  let hasVerifier = 1;
+}
+
+def Tile_LoadOp : Tile_Op<"load", [AttrSizedOperandSegments]> {
+  let summary = "gather from global memory, with an optional mask and fill value";
+  let arguments = (ins AnyType:$ptr, Optional<AnyType>:$mask, Optional<AnyType>:$other,
+                       UnitAttr:$isVolatile);
+  let results = (outs AnyType:$result);
+  let assemblyFormat = [{
+    $ptr (`mask` $mask^)? (`other` $other^)? attr-dict `:` type($ptr) `->` type($result)
+    (`,` type($mask)^)? (`,` type($other)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_StoreOp : Tile_Op<"store"> {
+  let summary = "scatter to global memory, with an optional mask";
+  let arguments = (ins AnyType:$ptr, AnyType:$value, Optional<AnyType>:$mask);
+  let assemblyFormat = [{
+    $ptr `,` $value (`mask` $mask^)? attr-dict `:` type($ptr) `,` type($value) (`,` type($mask)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_AtomicRMWOp : Tile_Op<"atomic_rmw"> {
+  let summary = "atomic read-modify-write; returns the old values";
+  let arguments = (ins Tile_RMWKind:$kind, AnyType:$ptr, AnyType:$value, Optional<AnyType>:$mask);
+  let results = (outs AnyType:$result);
+  let assemblyFormat = [{
+    $kind $ptr `,` $value (`mask` $mask^)? attr-dict `:` type($ptr) `,` type($value)
+    (`,` type($mask)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_AtomicCASOp : Tile_Op<"atomic_cas"> {
+  let summary = "atomic compare-and-swap; returns the old values";
+  let arguments = (ins AnyType:$ptr, AnyType:$cmp, AnyType:$value);
+  let results = (outs AnyType:$result);
+  let assemblyFormat = "$ptr `,` $cmp `,` $value attr-dict `:` type($ptr) `,` type($cmp) `,` type($value) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Compute
+//===----------------------------------------------------------------------===//
+def Tile_DotOp : Tile_Op<"dot", [Pure, AllTypesMatch<["acc", "result"]>]> {
+  let summary = "tile matrix product with accumulation: acc + a @ b";
+  let arguments = (ins AnyRankedTensor:$a, AnyRankedTensor:$b, AnyRankedTensor:$acc,
+                       DefaultValuedAttr<Tile_InputPrecision, "InputPrecision::tf32">:$inputPrecision);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$a `,` $b `,` $acc attr-dict `:` type($a) `*` type($b) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_ReduceOp : Tile_Op<"reduce", [Pure]> {
+  let summary = "reduce one or more same-shaped tiles along an axis with a combiner region";
+  let arguments = (ins Variadic<AnyRankedTensor>:$srcs, I32Attr:$axis);
+  let results = (outs Variadic<AnyType>:$results);
+  let regions = (region SizedRegion<1>:$combine);
+  let assemblyFormat = "`(` $srcs `)` attr-dict `:` functional-type($srcs, $results) $combine";
+  let hasRegionVerifier = 1;
+}
+
+def Tile_ReduceReturnOp : Tile_Op<"reduce.return", [Pure, Terminator, HasParent<"ReduceOp">]> {
+  let summary = "terminator of a reduce combiner";
+  let arguments = (ins Variadic<AnyType>:$results);
+  let assemblyFormat = "$results attr-dict `:` type($results)";
+}
+
+def Tile_BitcastOp : Tile_Op<"bitcast", [Pure]> {
+  let summary = "reinterpret the bits of each element as another type of equal width";
+  let arguments = (ins AnyType:$src);
+  let results = (outs AnyType:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_PtrToIntOp : Tile_Op<"ptr_to_int", [Pure]> {
+  let summary = "address of each pointer as i64";
+  let arguments = (ins AnyType:$src);
+  let results = (outs AnyType:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_HintOp : Tile_Op<"hint", [Pure, AllTypesMatch<["src", "result"]>]> {
+  let summary = "promise divisibility / contiguity facts about a value";
+  let description = [{
+    `divisibility[d]`: every element along dimension d is a multiple of that value.
+    `contiguity[d]`: runs of that many consecutive elements along d differ by 1.
+    The axis-info analysis trusts these facts to vectorize memory accesses.
+  }];
+  let arguments = (ins AnyType:$src, OptionalAttr<DenseI32ArrayAttr>:$divisibility,
+                       OptionalAttr<DenseI32ArrayAttr>:$contiguity);
+  let results = (outs AnyType:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src)";
+  let hasVerifier = 1;
+}
+
+def Tile_PrintOp : Tile_Op<"print"> {
+  let summary = "device-side print of scalars and tiles with a prefix";
+  let arguments = (ins StrAttr:$prefix, Variadic<AnyType>:$args);
+  let assemblyFormat = "$prefix (`,` $args^ `:` type($args))? attr-dict";
+}
+
+#endif
