@@ -24,6 +24,14 @@ void TileDialect::initialize() {
       >();
 }
 
+Operation *TileDialect::materializeConstant(OpBuilder &builder, Attribute value, Type type,
+                                            Location loc) {
+  if (auto typed = dyn_cast<TypedAttr>(value))
+    if (arith::ConstantOp::isBuildableWith(typed, type))
+      return arith::ConstantOp::create(builder, loc, type, typed);
+  return nullptr;
+}
+
 namespace tessera::tile {
 ArrayRef<int64_t> getShapeOrEmpty(Type t) {
   if (auto rt = dyn_cast<RankedTensorType>(t))

@@ -16,6 +16,7 @@ def Tile_Dialect : Dialect {
     upstream `arith` and `math` dialects; structured control flow uses `scf`.
   }];
   let useDefaultTypePrinterParser = 1;
+  let hasConstantMaterializer = 1;
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
                            "::mlir::scf::SCFDialect", "::mlir::func::FuncDialect"];
 }

@@ -5,6 +5,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/PatternMatch.h"
 
 using namespace mlir;
 using namespace tessera::tile;
@@ -308,4 +309,56 @@ LogicalResult HintOp::verify() {
         return emitOpError("hint values must be powers of two, got ") << v;
   }
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Canonicalization
+//===----------------------------------------------------------------------===//
+
+OpFoldResult AddPtrOp::fold(FoldAdaptor adaptor) {
+  if (matchPattern(adaptor.getOffset(), m_Zero()))
+    return getPtr();
+  return {};
+}
+
+namespace {
+// addptr(addptr(p, a), b) -> addptr(p, a + b): one address computation, and
+// axis analysis sees the whole offset at once.
+struct FoldAddPtrChain : OpRewritePattern<AddPtrOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AddPtrOp op, PatternRewriter &rewriter) const override {
+    auto inner = op.getPtr().getDefiningOp<AddPtrOp>();
+    if (!inner || inner.getOffset().getType() != op.getOffset().getType())
+      return failure();
+    Value sum = arith::AddIOp::create(rewriter, op.getLoc(), inner.getOffset(), op.getOffset());
+    rewriter.replaceOpWithNewOp<AddPtrOp>(op, op.getType(), inner.getPtr(), sum);
+    return success();
+  }
+};
+
+// Reshaping a splat is a splat of the new shape.
+template <typename OpTy>
+struct ShapeOfSplat : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpTy op, PatternRewriter &rewriter) const override {
+    auto splat = op.getSrc().template getDefiningOp<SplatOp>();
+    if (!splat)
+      return failure();
+    rewriter.replaceOpWithNewOp<SplatOp>(op, op.getType(), splat.getSrc());
+    return success();
+  }
+};
+} // namespace
+
+void AddPtrOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *ctx) {
+  results.add<FoldAddPtrChain>(ctx);
+}
+void ExpandDimsOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *ctx) {
+  results.add<ShapeOfSplat<ExpandDimsOp>>(ctx);
+}
+void ReshapeOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *ctx) {
+  results.add<ShapeOfSplat<ReshapeOp>>(ctx);
+}
+void BroadcastOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *ctx) {
+  results.add<ShapeOfSplat<BroadcastOp>>(ctx);
 }

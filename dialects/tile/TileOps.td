@@ -58,6 +58,7 @@ def Tile_BroadcastOp : Tile_Op<"broadcast", [Pure]> {
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
   let hasVerifier = 1;
+  let hasCanonicalizer = 1;
   let hasFolder = 1;
 }
 
@@ -67,6 +68,7 @@ def Tile_ExpandDimsOp : Tile_Op<"expand_dims", [Pure]> {
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
   let hasVerifier = 1;
+  let hasCanonicalizer = 1;
 }
 
 def Tile_ReshapeOp : Tile_Op<"reshape", [Pure]> {
@@ -75,6 +77,7 @@ def Tile_ReshapeOp : Tile_Op<"reshape", [Pure]> {
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
   let hasVerifier = 1;
+  let hasCanonicalizer = 1;
 }
 
 def Tile_TransOp : Tile_Op<"trans", [Pure]> {
@@ -94,6 +97,8 @@ def Tile_AddPtrOp : Tile_Op<"addptr", [Pure, AllTypesMatch<["ptr", "result"]>]> 
   let results = (outs AnyType:$result);
   let assemblyFormat = "$ptr `,` $offset attr-dict `:` type($ptr) `,` type($offset)";
   let hasVerifier = 1;
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
 }
 
 def Tile_LoadOp : Tile_Op<"load", [AttrSizedOperandSegments]> {

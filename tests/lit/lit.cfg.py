@@ -4,7 +4,7 @@ import lit.formats
 
 config.name = "Tessera"
 config.test_format = lit.formats.ShTest(execute_external=False)
-config.suffixes = [".mlir", ".tile"]
+config.suffixes = [".mlir", ".tile", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.tessera_obj_root, "tests", "lit")
 config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "Inputs"]

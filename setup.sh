@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# One entry point for a fresh Debian 12 machine: installs what is missing,
+# builds into build/, then runs the requested job.
+#
+#   ./setup.sh main    build, then compile every kernel in kernels_dsl/ and run
+#                      the basics (on the GPU if there is one, else the interpreter)
+#   ./setup.sh test    build, then run every test (unit + lit)
+#   ./setup.sh build   only install and build
+#   ./setup.sh deps    only install the system packages
+set -euo pipefail
+cd "$(dirname "$0")"
+
+PACKAGES=(cmake ninja-build g++ llvm-22-dev libmlir-22-dev mlir-22-tools nlohmann-json3-dev catch2
+          libzstd-dev zlib1g-dev libxml2-dev libedit-dev libffi-dev libncurses-dev)
+
+deps() {
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing ${missing[*]}"
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    # LLVM 22 comes from apt.llvm.org when the distribution does not carry it.
+    if ! apt-cache show llvm-22-dev >/dev/null 2>&1; then
+      $sudo apt-get update -q
+    fi
+    if ! apt-cache show llvm-22-dev >/dev/null 2>&1; then
+      echo "setup: adding apt.llvm.org for LLVM 22"
+      $sudo apt-get install -y -q wget gnupg ca-certificates
+      wget -qO- https://apt.llvm.org/llvm-snapshot.gpg.key | $sudo tee /etc/apt/trusted.gpg.d/apt.llvm.org.asc >/dev/null
+      echo "deb http://apt.llvm.org/bookworm/ llvm-toolchain-bookworm-22 main" | $sudo tee /etc/apt/sources.list.d/llvm-22.list >/dev/null
+      $sudo apt-get update -q
+    fi
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+  fi
+  if [ ! -f /usr/local/cuda/include/cuda.h ]; then
+    echo "setup: note: /usr/local/cuda/include/cuda.h not found; building against the bundled driver API subset is not supported," >&2
+    echo "       install the CUDA toolkit headers (cuda.h, ptxas) to build the runtime." >&2
+  fi
+}
+
+build() {
+  deps
+  if [ ! -f build/build.ninja ]; then
+    cmake -G Ninja -S . -B build -DCMAKE_BUILD_TYPE=Release \
+      -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit
+  fi
+  cmake --build build
+}
+
+run_tests() {
+  build
+  (cd build && ctest --output-on-failure)
+}
+
+main_job() {
+  build
+  local failed=0
+  echo "== compiling every kernel in kernels_dsl/ to tile IR"
+  while IFS= read -r f; do
+    if build/bin/tessera compile "$f" >/dev/null; then
+      echo "ok    $f"
+    else
+      echo "FAIL  $f"
+      failed=1
+    fi
+  done < <(find kernels_dsl -name '*.tile' ! -path '*/lib/*' | sort)
+  if [ -x build/bin/tessera ] && build/bin/tessera run --help >/dev/null 2>&1; then
+    echo "== running the basics"
+    build/bin/tessera run kernels_dsl/basics || failed=1
+  fi
+  return $failed
+}
+
+case "${1:-}" in
+  deps) deps ;;
+  build) build ;;
+  test) run_tests ;;
+  main) main_job ;;
+  *) sed -n '2,10p' "$0"; exit 2 ;;
+esac
