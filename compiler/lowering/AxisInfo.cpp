@@ -1,0 +1,239 @@
+#include "AxisInfo.h"
+
+#include "tile/TileDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
+
+#include <algorithm>
+
+using namespace mlir;
+namespace tile = tessera::tile;
+
+namespace tessera::lowering {
+
+namespace {
+constexpr int64_t kMax = AxisInfoAnalysis::kMaxDivisibility;
+
+int64_t pow2Factor(int64_t v) {
+  if (v == 0)
+    return kMax;
+  int64_t f = 1;
+  while ((v & 1) == 0 && f < kMax) {
+    v >>= 1;
+    f <<= 1;
+  }
+  return f;
+}
+int64_t gcd2(int64_t a, int64_t b) { return std::min(a, b); } // both powers of two
+int64_t mul2(int64_t a, int64_t b) {
+  return (a >= kMax || b >= kMax || a * b >= kMax) ? kMax : a * b;
+}
+
+llvm::ArrayRef<int64_t> shapeOf(Type t) {
+  if (auto rt = dyn_cast<RankedTensorType>(t))
+    return rt.getShape();
+  return {};
+}
+
+AxisInfo uniform(Type t, int64_t div) {
+  auto shape = shapeOf(t);
+  size_t rank = std::max<size_t>(1, shape.size());
+  AxisInfo a;
+  for (size_t d = 0; d < rank; ++d) {
+    a.contiguity.push_back(1);
+    a.divisibility.push_back(div);
+    a.constancy.push_back(shape.empty() ? 1 : shape[d]);
+  }
+  return a;
+}
+
+int64_t elemBytes(Type t) {
+  Type e = getElementTypeOrSelf(t);
+  if (auto p = dyn_cast<tile::PtrType>(e)) {
+    Type pe = p.getPointeeType();
+    if (isa<tile::PtrType>(pe))
+      return 8;
+    return std::max<int64_t>(1, pe.getIntOrFloatBitWidth() / 8);
+  }
+  return 1;
+}
+} // namespace
+
+AxisInfoAnalysis::AxisInfoAnalysis(Operation *root) {
+  if (auto fn = dyn_cast<func::FuncOp>(root)) {
+    for (BlockArgument arg : fn.getArguments()) {
+      bool isPtr = isa<tile::PtrType>(arg.getType());
+      set(arg, uniform(arg.getType(), isPtr ? kArgPointerAlignment : 1));
+    }
+  }
+  for (Region &r : root->getRegions())
+    visitRegionOps(r);
+}
+
+void AxisInfoAnalysis::visitRegionOps(Region &r) {
+  for (Block &b : r)
+    for (Operation &op : b)
+      visit(&op);
+}
+
+AxisInfo AxisInfoAnalysis::pessimistic(Value v) const {
+  AxisInfo a = uniform(v.getType(), 1);
+  for (int64_t &c : a.constancy)
+    c = 1;
+  return a;
+}
+
+AxisInfo AxisInfoAnalysis::get(Value v) const {
+  auto it = infos_.find(v);
+  if (it != infos_.end())
+    return it->second;
+  return pessimistic(v);
+}
+
+void AxisInfoAnalysis::set(Value v, AxisInfo info) { infos_[v] = std::move(info); }
+
+static AxisInfo meet(const AxisInfo &a, const AxisInfo &b) {
+  AxisInfo r = a;
+  for (int64_t d = 0; d < a.rank() && d < b.rank(); ++d) {
+    r.contiguity[d] = std::min(a.contiguity[d], b.contiguity[d]);
+    r.divisibility[d] = gcd2(a.divisibility[d], b.divisibility[d]);
+    r.constancy[d] = std::min(a.constancy[d], b.constancy[d]);
+  }
+  return r;
+}
+
+void AxisInfoAnalysis::visit(Operation *op) {
+  auto result = [&](AxisInfo a) { set(op->getResult(0), std::move(a)); };
+  if (auto c = dyn_cast<arith::ConstantOp>(op)) {
+    Type t = c.getType();
+    int64_t div = 1;
+    if (auto ia = dyn_cast<IntegerAttr>(c.getValue()))
+      div = pow2Factor(ia.getInt());
+    else if (auto da = dyn_cast<DenseIntElementsAttr>(c.getValue()); da && da.isSplat())
+      div = pow2Factor(da.getSplatValue<APInt>().getSExtValue());
+    return result(uniform(t, div));
+  }
+  if (auto r = dyn_cast<tile::MakeRangeOp>(op)) {
+    AxisInfo a;
+    a.contiguity = {int64_t(r.getEnd()) - int64_t(r.getStart())};
+    a.divisibility = {pow2Factor(r.getStart())};
+    a.constancy = {1};
+    return result(a);
+  }
+  if (isa<tile::ProgramIdOp, tile::NumProgramsOp>(op))
+    return result(uniform(op->getResult(0).getType(), 1));
+  if (auto s = dyn_cast<tile::SplatOp>(op)) {
+    AxisInfo src = get(s.getSrc());
+    return result(uniform(s.getType(), src.divisibility.empty() ? 1 : src.divisibility[0]));
+  }
+  if (auto h = dyn_cast<tile::HintOp>(op)) {
+    AxisInfo a = get(h.getSrc());
+    if (auto div = h.getDivisibilityAttr())
+      for (int64_t d = 0; d < a.rank() && d < int64_t(div.size()); ++d)
+        a.divisibility[d] = std::max<int64_t>(a.divisibility[d],
+                                              int64_t(div[d]) * (isa<tile::PtrType>(getElementTypeOrSelf(h.getType())) ? elemBytes(h.getType()) : 1));
+    if (auto con = h.getContiguityAttr())
+      for (int64_t d = 0; d < a.rank() && d < int64_t(con.size()); ++d)
+        a.contiguity[d] = std::max<int64_t>(a.contiguity[d], con[d]);
+    return result(a);
+  }
+  if (auto e = dyn_cast<tile::ExpandDimsOp>(op)) {
+    AxisInfo a = get(e.getSrc());
+    int64_t ax = e.getAxis();
+    a.contiguity.insert(a.contiguity.begin() + ax, 1);
+    a.divisibility.insert(a.divisibility.begin() + ax, a.divisibility.empty() ? 1 : a.divisibility[0]);
+    a.constancy.insert(a.constancy.begin() + ax, 1);
+    return result(a);
+  }
+  if (auto bc = dyn_cast<tile::BroadcastOp>(op)) {
+    AxisInfo a = get(bc.getSrc());
+    auto src = bc.getSrc().getType().getShape(), dst = bc.getType().getShape();
+    for (size_t d = 0; d < dst.size() && int64_t(d) < a.rank(); ++d)
+      if (src[d] == 1 && dst[d] != 1) {
+        a.contiguity[d] = 1;
+        a.constancy[d] = dst[d];
+      }
+    return result(a);
+  }
+  if (auto ap = dyn_cast<tile::AddPtrOp>(op)) {
+    AxisInfo p = get(ap.getPtr()), o = get(ap.getOffset());
+    int64_t eb = elemBytes(ap.getType());
+    AxisInfo r = p;
+    for (int64_t d = 0; d < r.rank(); ++d) {
+      r.contiguity[d] = std::max(std::min(p.contiguity[d], o.constancy[d]),
+                                 std::min(o.contiguity[d], p.constancy[d]));
+      r.divisibility[d] = gcd2(p.divisibility[d], mul2(o.divisibility[d], eb));
+      r.constancy[d] = std::min(p.constancy[d], o.constancy[d]);
+    }
+    return result(r);
+  }
+  if (isa<arith::AddIOp, arith::SubIOp>(op)) {
+    AxisInfo a = get(op->getOperand(0)), b = get(op->getOperand(1));
+    bool sub = isa<arith::SubIOp>(op);
+    AxisInfo r = a;
+    for (int64_t d = 0; d < r.rank(); ++d) {
+      r.contiguity[d] = sub ? std::min(a.contiguity[d], b.constancy[d])
+                            : std::max(std::min(a.contiguity[d], b.constancy[d]),
+                                       std::min(b.contiguity[d], a.constancy[d]));
+      r.divisibility[d] = gcd2(a.divisibility[d], b.divisibility[d]);
+      r.constancy[d] = std::min(a.constancy[d], b.constancy[d]);
+    }
+    return result(r);
+  }
+  if (isa<arith::MulIOp, arith::ShLIOp>(op)) {
+    AxisInfo a = get(op->getOperand(0)), b = get(op->getOperand(1));
+    AxisInfo r = a;
+    APInt cst;
+    bool isShl = isa<arith::ShLIOp>(op);
+    bool rhsConst = matchPattern(op->getOperand(1), m_ConstantInt(&cst));
+    for (int64_t d = 0; d < r.rank(); ++d) {
+      bool identity = rhsConst && ((isShl && cst.isZero()) || (!isShl && cst.isOne()));
+      r.contiguity[d] = identity ? a.contiguity[d] : 1;
+      int64_t bdiv = isShl ? (rhsConst ? mul2(1, int64_t(1) << std::min<int64_t>(30, cst.getZExtValue())) : 1)
+                           : b.divisibility[d];
+      r.divisibility[d] = mul2(a.divisibility[d], bdiv);
+      r.constancy[d] = std::min(a.constancy[d], b.constancy[d]);
+    }
+    return result(r);
+  }
+  if (isa<arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp, arith::IndexCastOp>(op)) {
+    return result(get(op->getOperand(0)));
+  }
+  if (auto f = dyn_cast<scf::ForOp>(op)) {
+    // One round of fixpoint: analyze the body with the init facts, then meet
+    // with what the body yields and analyze again.
+    auto args = f.getRegionIterArgs();
+    auto inits = f.getInitArgs();
+    set(f.getInductionVar(), uniform(f.getInductionVar().getType(), 1));
+    for (size_t i = 0; i < args.size(); ++i)
+      set(args[i], get(inits[i]));
+    visitRegionOps(f.getRegion());
+    auto yield = cast<scf::YieldOp>(f.getBody()->getTerminator());
+    for (size_t i = 0; i < args.size(); ++i)
+      set(args[i], meet(get(inits[i]), get(yield.getOperand(i))));
+    visitRegionOps(f.getRegion());
+    for (size_t i = 0; i < args.size(); ++i)
+      set(f.getResult(i), meet(get(args[i]), get(yield.getOperand(i))));
+    return;
+  }
+  if (auto i = dyn_cast<scf::IfOp>(op)) {
+    visitRegionOps(i.getThenRegion());
+    visitRegionOps(i.getElseRegion());
+    if (i.getNumResults() && !i.getElseRegion().empty()) {
+      auto ty = cast<scf::YieldOp>(i.thenBlock()->getTerminator());
+      auto ey = cast<scf::YieldOp>(i.elseBlock()->getTerminator());
+      for (unsigned k = 0; k < i.getNumResults(); ++k)
+        set(i.getResult(k), meet(get(ty.getOperand(k)), get(ey.getOperand(k))));
+    }
+    return;
+  }
+  // Anything else: visit nested regions, results pessimistic.
+  for (Region &r : op->getRegions())
+    visitRegionOps(r);
+}
+
+} // namespace tessera::lowering

@@ -1,0 +1,25 @@
+// Lowering of tile IR to per-thread scalar code (arith/math/scf on scalars,
+// plus the llvm and nvvm dialects) that the PTX emitter turns into a kernel.
+#ifndef TESSERA_LOWERING_LOWERING_H
+#define TESSERA_LOWERING_LOWERING_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+
+namespace tessera::lowering {
+
+struct LoweringOptions {
+  int numWarps = 4;
+};
+
+/// Rewrites every `tile.kernel` function of `module` in place. Each becomes a
+/// `func.func` with the `nvvm.kernel` attribute, `tessera.num_warps` and
+/// `tessera.shared_bytes` (dynamic shared memory to pass at launch).
+/// Returns false and sets `error` when a kernel uses something the back end
+/// cannot lower yet.
+bool lowerTileToNVVM(mlir::ModuleOp module, const LoweringOptions &options, std::string &error);
+
+} // namespace tessera::lowering
+
+#endif

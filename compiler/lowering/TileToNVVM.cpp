@@ -1,0 +1,1320 @@
+// Lowering of tile IR to per-thread scalar code.
+//
+// Every tile gets the canonical blocked layout of its shape (see Layout): the
+// row-major elements are cut into vectors of `vec` consecutive elements, and
+// consecutive threads own consecutive vectors, so that warps touch contiguous
+// memory. A tile value is then one of:
+//   - Dist:    held in registers, one value per element the thread owns;
+//   - Virtual: recomputable from element coordinates (ranges, splats, index
+//              arithmetic, broadcasts of those). It is evaluated where used, so
+//              broadcasting `rm[:, None]` costs no data movement;
+//   - Smem:    written to shared memory, read back at any coordinate. Values
+//              that must change owner (a broadcast of a reduction result, the
+//              operands of `dot`) go through here.
+// Scalars are uniform across the block and stay plain SSA values.
+#include "Lowering.h"
+
+#include "AxisInfo.h"
+#include "tile/TileDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+
+#include <map>
+
+using namespace mlir;
+namespace tile = tessera::tile;
+
+namespace tessera::lowering {
+namespace {
+
+constexpr int64_t kMaxSharedBytes = 227 * 1024;
+
+/// Canonical distribution of a tile shape over the block's threads.
+struct Layout {
+  SmallVector<int64_t, 4> shape;
+  int64_t total = 1;
+  int64_t vec = 1;
+  int64_t chunks = 1;
+  bool replicated = false; // fewer elements than threads: thread t holds element t % total
+  int64_t slots() const { return replicated ? 1 : chunks * vec; }
+};
+
+Layout layoutFor(ArrayRef<int64_t> shape, int64_t threads) {
+  Layout l;
+  l.shape.assign(shape.begin(), shape.end());
+  for (int64_t d : shape)
+    l.total *= d;
+  if (l.total < threads) {
+    l.replicated = true;
+    return l;
+  }
+  int64_t last = shape.empty() ? 1 : shape.back();
+  l.vec = std::min<int64_t>(4, last);
+  while (l.vec > 1 && l.total < threads * l.vec)
+    l.vec /= 2;
+  l.chunks = l.total / (threads * l.vec);
+  return l;
+}
+
+struct Lowered {
+  enum Kind { None, Scalar, Dist, Virtual } kind = None;
+  Value scalar;                // Scalar
+  SmallVector<Value> regs;     // Dist: one per slot
+  RankedTensorType type;       // tiles
+};
+
+int64_t byteWidth(Type t) {
+  if (isa<LLVM::LLVMPointerType>(t))
+    return 8;
+  return std::max<int64_t>(1, t.getIntOrFloatBitWidth() / 8);
+}
+
+int64_t log2i(int64_t v) {
+  int64_t r = 0;
+  while ((int64_t(1) << r) < v)
+    ++r;
+  return r;
+}
+
+class KernelLowering {
+public:
+  KernelLowering(ModuleOp module, func::FuncOp src, const LoweringOptions &opts)
+      : module_(module), src_(src), b_(module.getContext()), axis_(src),
+        numWarps_(opts.numWarps), threads_(32 * opts.numWarps) {}
+
+  bool run(std::string &error);
+
+private:
+  // ---- helpers ----
+  bool fail(Operation *op, const std::string &msg) {
+    if (error_.empty()) {
+      std::string where;
+      if (auto fl = dyn_cast<FileLineColLoc>(op->getLoc()))
+        where = fl.getFilename().str() + ":" + std::to_string(fl.getLine()) + ":" +
+                std::to_string(fl.getColumn()) + ": ";
+      error_ = where + msg;
+    }
+    return false;
+  }
+  Type convertElem(Type t) {
+    if (isa<tile::PtrType>(t))
+      return LLVM::LLVMPointerType::get(b_.getContext(), 1);
+    return t;
+  }
+  Type convertScalar(Type t) { return convertElem(t); }
+  Value i32c(int64_t v, Location loc) {
+    return arith::ConstantOp::create(b_, loc, b_.getI32IntegerAttr(int32_t(v)));
+  }
+  Value entryConst(TypedAttr attr) {
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointAfter(tid_.getDefiningOp());
+    return arith::ConstantOp::create(b_, src_.getLoc(), attr);
+  }
+
+  Layout layoutOf(RankedTensorType t) { return layoutFor(t.getShape(), threads_); }
+
+  // Coordinates of slot `s` of `layout`, computed once in the entry block.
+  ArrayRef<Value> coords(const Layout &l, int64_t s);
+  Value flatIndex(ArrayRef<Value> c, ArrayRef<int64_t> shape, Location loc);
+  SmallVector<Value> unflatten(Value flat, ArrayRef<int64_t> shape, Location loc);
+
+  // ---- value access ----
+  Lowered &lookup(Value v) { return vals_[v]; }
+  Value scalarOf(Value v) { return vals_[v].scalar; }
+  Value elem(Value v, ArrayRef<Value> c, Location loc);
+  Value atSlot(Value v, const Layout &l, int64_t s, Location loc);
+  SmallVector<Value> materialize(Value v, Location loc);
+  Value toSmem(Value v, Location loc);
+  Value smemBase(int64_t offsetBytes, Location loc);
+  int64_t allocSmem(int64_t bytes);
+  Value smemPtr(Value base, Value index, Type elemTy, Location loc);
+  void barrier(Location loc) { NVVM::Barrier0Op::create(b_, loc); }
+  /// scf.if without results, with a terminator in every block it has.
+  scf::IfOp makeIf(Value cond, bool withElse, Location loc) {
+    auto ifOp = scf::IfOp::create(b_, loc, TypeRange{}, cond, true, withElse);
+    for (Region *r : {&ifOp.getThenRegion(), &ifOp.getElseRegion()})
+      for (Block &blk : *r)
+        if (blk.empty() || !blk.back().hasTrait<OpTrait::IsTerminator>()) {
+          OpBuilder::InsertionGuard g(b_);
+          b_.setInsertionPointToEnd(&blk);
+          scf::YieldOp::create(b_, loc);
+        }
+    return ifOp;
+  }
+  Value isPrimary(const Layout &l, Location loc);
+
+  // ---- op lowering ----
+  bool lowerBlock(Block &blk);
+  bool lowerOp(Operation *op);
+  bool lowerElementwise(Operation *op);
+  bool lowerLoad(tile::LoadOp op);
+  bool lowerStore(tile::StoreOp op);
+  bool lowerAtomic(Operation *op);
+  bool lowerDot(tile::DotOp op);
+  bool lowerReduce(tile::ReduceOp op);
+  bool lowerFor(scf::ForOp op);
+  bool lowerIf(scf::IfOp op);
+  bool lowerWhile(scf::WhileOp op);
+  SmallVector<Value> combine(tile::ReduceOp op, ValueRange lhs, ValueRange rhs);
+  Value shuffleXor(Value v, int offset, Location loc);
+  void flatten(Value v, SmallVector<Value> &out, Location loc);
+  SmallVector<Type> flatTypes(Type t);
+  void bindFlat(Value v, ValueRange flat, size_t &pos);
+
+  void pushScope() { memo_.emplace_back(); }
+  void popScope() { memo_.pop_back(); }
+
+  ModuleOp module_;
+  func::FuncOp src_, dst_;
+  OpBuilder b_;
+  AxisInfoAnalysis axis_;
+  int numWarps_;
+  int64_t threads_;
+  Value tid_;
+  LLVM::GlobalOp smemGlobal_;
+  int64_t smemUsed_ = 0;
+  DenseMap<Value, Lowered> vals_;
+  DenseMap<Value, int64_t> smemOffsets_;
+  std::map<std::pair<std::vector<int64_t>, int64_t>, SmallVector<Value>> coordCache_;
+  using MemoKey = std::pair<void *, std::vector<void *>>;
+  std::vector<std::map<MemoKey, Value>> memo_;
+  std::string error_;
+};
+
+//===----------------------------------------------------------------------===//
+// Coordinates and shared memory
+//===----------------------------------------------------------------------===//
+
+ArrayRef<Value> KernelLowering::coords(const Layout &l, int64_t s) {
+  std::vector<int64_t> key(l.shape.begin(), l.shape.end());
+  auto it = coordCache_.find({key, s});
+  if (it != coordCache_.end())
+    return it->second;
+  OpBuilder::InsertionGuard g(b_);
+  b_.setInsertionPointAfter(tid_.getDefiningOp());
+  Location loc = src_.getLoc();
+  Value flat;
+  if (l.replicated) {
+    flat = arith::AndIOp::create(b_, loc, tid_, i32c(l.total - 1, loc));
+  } else {
+    int64_t k = s / l.vec, v = s % l.vec;
+    Value base = arith::MulIOp::create(b_, loc, tid_, i32c(l.vec, loc));
+    flat = arith::AddIOp::create(b_, loc, base, i32c(k * threads_ * l.vec + v, loc));
+  }
+  SmallVector<Value> c = unflatten(flat, l.shape, loc);
+  return coordCache_[{key, s}] = c;
+}
+
+SmallVector<Value> KernelLowering::unflatten(Value flat, ArrayRef<int64_t> shape, Location loc) {
+  SmallVector<Value> c(shape.size());
+  Value rest = flat;
+  for (int64_t d = int64_t(shape.size()) - 1; d >= 0; --d) {
+    if (d == 0) {
+      c[0] = rest;
+      break;
+    }
+    c[d] = arith::AndIOp::create(b_, loc, rest, i32c(shape[d] - 1, loc));
+    rest = arith::ShRUIOp::create(b_, loc, rest, i32c(log2i(shape[d]), loc));
+  }
+  return c;
+}
+
+Value KernelLowering::flatIndex(ArrayRef<Value> c, ArrayRef<int64_t> shape, Location loc) {
+  Value flat = c[0];
+  for (size_t d = 1; d < shape.size(); ++d) {
+    Value sh = arith::ShLIOp::create(b_, loc, flat, i32c(log2i(shape[d]), loc));
+    flat = arith::OrIOp::create(b_, loc, sh, c[d]);
+  }
+  return flat;
+}
+
+int64_t KernelLowering::allocSmem(int64_t bytes) {
+  int64_t off = (smemUsed_ + 15) / 16 * 16;
+  smemUsed_ = off + bytes;
+  return off;
+}
+
+Value KernelLowering::smemBase(int64_t offsetBytes, Location loc) {
+  auto ptr3 = LLVM::LLVMPointerType::get(b_.getContext(), 3);
+  Value base = LLVM::AddressOfOp::create(b_, loc, ptr3, smemGlobal_.getSymName());
+  if (offsetBytes == 0)
+    return base;
+  return LLVM::GEPOp::create(b_, loc, ptr3, b_.getI8Type(), base,
+                             ArrayRef<LLVM::GEPArg>{int32_t(offsetBytes)});
+}
+
+Value KernelLowering::smemPtr(Value base, Value index, Type elemTy, Location loc) {
+  auto ptr3 = LLVM::LLVMPointerType::get(b_.getContext(), 3);
+  return LLVM::GEPOp::create(b_, loc, ptr3, elemTy, base, ValueRange{index});
+}
+
+Value KernelLowering::isPrimary(const Layout &l, Location loc) {
+  return arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::ult, tid_, i32c(l.total, loc));
+}
+
+// Memory representation of an element type (i1 is stored as i8).
+static Type memType(Type t, MLIRContext *ctx) {
+  if (t.isInteger(1))
+    return IntegerType::get(ctx, 8);
+  return t;
+}
+
+Value KernelLowering::toSmem(Value v, Location loc) {
+  // The copy is valid within the region that wrote it (and regions nested in it).
+  MemoKey key{v.getAsOpaquePointer(), {nullptr}};
+  for (auto it = memo_.rbegin(); it != memo_.rend(); ++it)
+    if (auto f = it->find(key); f != it->end())
+      return f->second;
+  auto t = cast<RankedTensorType>(v.getType());
+  Type et = convertElem(t.getElementType());
+  Type mt = memType(et, b_.getContext());
+  auto off = smemOffsets_.find(v);
+  if (off == smemOffsets_.end())
+    off = smemOffsets_.insert({v, allocSmem(t.getNumElements() * byteWidth(mt))}).first;
+  Value base = smemBase(off->second, loc);
+  Layout l = layoutOf(t);
+  SmallVector<Value> regs = materialize(v, loc);
+  barrier(loc); // earlier readers of this buffer (a previous loop iteration) are done
+  for (int64_t s = 0; s < l.slots(); ++s) {
+    Value idx = flatIndex(coords(l, s), l.shape, loc);
+    Value val = regs[s];
+    if (mt != et)
+      val = arith::ExtUIOp::create(b_, loc, mt, val);
+    LLVM::StoreOp::create(b_, loc, val, smemPtr(base, idx, mt, loc));
+  }
+  barrier(loc);
+  memo_.back()[key] = base;
+  return base;
+}
+
+//===----------------------------------------------------------------------===//
+// Element access
+//===----------------------------------------------------------------------===//
+
+Value KernelLowering::atSlot(Value v, const Layout &l, int64_t s, Location loc) {
+  Lowered &lv = lookup(v);
+  switch (lv.kind) {
+  case Lowered::Scalar: return lv.scalar;
+  case Lowered::Dist: return lv.regs[s];
+  default: return elem(v, coords(l, s), loc);
+  }
+}
+
+SmallVector<Value> KernelLowering::materialize(Value v, Location loc) {
+  Lowered &lv = lookup(v);
+  if (lv.kind == Lowered::Dist)
+    return lv.regs;
+  Layout l = layoutOf(cast<RankedTensorType>(v.getType()));
+  SmallVector<Value> regs;
+  for (int64_t s = 0; s < l.slots(); ++s)
+    regs.push_back(atSlot(v, l, s, loc));
+  return regs;
+}
+
+Value KernelLowering::elem(Value v, ArrayRef<Value> c, Location loc) {
+  Lowered &lv = lookup(v);
+  if (lv.kind == Lowered::Scalar)
+    return lv.scalar;
+  MemoKey key{v.getAsOpaquePointer(), {}};
+  for (Value x : c)
+    key.second.push_back(x.getAsOpaquePointer());
+  for (auto it = memo_.rbegin(); it != memo_.rend(); ++it)
+    if (auto f = it->find(key); f != it->end())
+      return f->second;
+  Value r;
+  auto shape = lv.type.getShape();
+  if (lv.kind == Lowered::Dist) {
+    // Registers read at arbitrary coordinates: through shared memory.
+    Value base = toSmem(v, loc);
+    Type et = convertElem(lv.type.getElementType());
+    Type mt = memType(et, b_.getContext());
+    r = LLVM::LoadOp::create(b_, loc, mt, smemPtr(base, flatIndex(c, shape, loc), mt, loc));
+    if (mt != et)
+      r = arith::TruncIOp::create(b_, loc, et, r);
+  } else {
+    Operation *op = v.getDefiningOp();
+    if (auto cst = dyn_cast<arith::ConstantOp>(op)) {
+      auto dense = cast<DenseElementsAttr>(cst.getValue());
+      r = entryConst(cast<TypedAttr>(dense.getSplatValue<Attribute>()));
+    } else if (auto mr = dyn_cast<tile::MakeRangeOp>(op)) {
+      r = mr.getStart() == 0 ? c[0] : Value(arith::AddIOp::create(b_, loc, c[0], i32c(mr.getStart(), loc)));
+    } else if (auto sp = dyn_cast<tile::SplatOp>(op)) {
+      r = scalarOf(sp.getSrc());
+    } else if (auto bc = dyn_cast<tile::BroadcastOp>(op)) {
+      auto srcShape = bc.getSrc().getType().getShape();
+      SmallVector<Value> sc(c.begin(), c.end());
+      for (size_t d = 0; d < srcShape.size(); ++d)
+        if (srcShape[d] == 1)
+          sc[d] = entryConst(b_.getI32IntegerAttr(0));
+      r = elem(bc.getSrc(), sc, loc);
+    } else if (auto ed = dyn_cast<tile::ExpandDimsOp>(op)) {
+      SmallVector<Value> sc(c.begin(), c.end());
+      sc.erase(sc.begin() + ed.getAxis());
+      r = elem(ed.getSrc(), sc, loc);
+    } else if (auto rs = dyn_cast<tile::ReshapeOp>(op)) {
+      Value flat = flatIndex(c, shape, loc);
+      r = elem(rs.getSrc(), unflatten(flat, rs.getSrc().getType().getShape(), loc), loc);
+    } else if (auto tr = dyn_cast<tile::TransOp>(op)) {
+      auto order = tr.getOrder();
+      SmallVector<Value> sc(c.size());
+      for (size_t i = 0; i < order.size(); ++i)
+        sc[order[i]] = c[i];
+      r = elem(tr.getSrc(), sc, loc);
+    } else if (auto h = dyn_cast<tile::HintOp>(op)) {
+      r = elem(h.getSrc(), c, loc);
+    } else {
+      // Elementwise op whose tile operands are all virtual.
+      IRMapping map;
+      for (Value operand : op->getOperands())
+        map.map(operand, isa<RankedTensorType>(operand.getType()) ? elem(operand, c, loc)
+                                                                   : scalarOf(operand));
+      Operation *clone = nullptr;
+      if (auto ap = dyn_cast<tile::AddPtrOp>(op)) {
+        Type et = cast<tile::PtrType>(getElementTypeOrSelf(ap.getType())).getPointeeType();
+        r = LLVM::GEPOp::create(b_, loc, LLVM::LLVMPointerType::get(b_.getContext(), 1),
+                                convertElem(et), map.lookup(ap.getPtr()),
+                                ValueRange{map.lookup(ap.getOffset())});
+      } else {
+        clone = b_.clone(*op, map);
+        clone->getResult(0).setType(convertElem(getElementTypeOrSelf(op->getResult(0).getType())));
+        r = clone->getResult(0);
+      }
+    }
+  }
+  memo_.back()[key] = r;
+  return r;
+}
+
+//===----------------------------------------------------------------------===//
+// Driver
+//===----------------------------------------------------------------------===//
+
+bool KernelLowering::run(std::string &error) {
+  MLIRContext *ctx = module_.getContext();
+  Location loc = src_.getLoc();
+  SmallVector<Type> argTypes;
+  for (Type t : src_.getArgumentTypes())
+    argTypes.push_back(convertScalar(t));
+  std::string name = src_.getName().str();
+  src_.setName(name + "__tile");
+  b_.setInsertionPoint(src_);
+  dst_ = func::FuncOp::create(b_, loc, name, b_.getFunctionType(argTypes, {}));
+  dst_->setAttr("nvvm.kernel", b_.getUnitAttr());
+  dst_->setAttr("tessera.num_warps", b_.getI32IntegerAttr(numWarps_));
+  for (auto attr : {"tile.signature", "tile.constexprs"})
+    if (Attribute a = src_->getAttr(attr))
+      dst_->setAttr(attr, a);
+
+  // Dynamic shared memory: one external array, carved up by allocSmem.
+  {
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointToStart(module_.getBody());
+    if (!(smemGlobal_ = module_.lookupSymbol<LLVM::GlobalOp>("__tessera_smem")))
+      smemGlobal_ = LLVM::GlobalOp::create(
+          b_, loc, LLVM::LLVMArrayType::get(b_.getI8Type(), 0), /*isConstant=*/false,
+          LLVM::Linkage::External, "__tessera_smem", Attribute(), /*alignment=*/16,
+          /*addrSpace=*/3);
+  }
+
+  Block *entry = dst_.addEntryBlock();
+  b_.setInsertionPointToStart(entry);
+  tid_ = NVVM::ThreadIdXOp::create(b_, loc, b_.getI32Type());
+  for (auto [from, to] : llvm::zip(src_.getArguments(), entry->getArguments())) {
+    Lowered l;
+    l.kind = Lowered::Scalar;
+    l.scalar = to;
+    vals_[from] = l;
+  }
+  pushScope();
+  bool ok = lowerBlock(src_.getBody().front());
+  popScope();
+  if (ok && smemUsed_ > kMaxSharedBytes)
+    ok = fail(src_, "kernel '" + name + "' needs " + std::to_string(smemUsed_) +
+                        " bytes of shared memory; the limit is " + std::to_string(kMaxSharedBytes));
+  dst_->setAttr("tessera.shared_bytes", b_.getI32IntegerAttr(int32_t(smemUsed_)));
+  src_.erase();
+  if (!ok) {
+    error = error_;
+    return false;
+  }
+  return true;
+}
+
+bool KernelLowering::lowerBlock(Block &blk) {
+  for (Operation &op : blk)
+    if (!lowerOp(&op))
+      return false;
+  return true;
+}
+
+static bool isElementwise(Operation *op) {
+  if (op->getNumResults() != 1 || op->getNumRegions() != 0)
+    return false;
+  return isa<arith::ArithDialect, math::MathDialect>(op->getDialect()) ||
+         isa<tile::AddPtrOp, tile::BitcastOp, tile::PtrToIntOp>(op);
+}
+
+bool KernelLowering::lowerOp(Operation *op) {
+  Location loc = op->getLoc();
+  auto setScalar = [&](Value from, Value to) {
+    Lowered l;
+    l.kind = Lowered::Scalar;
+    l.scalar = to;
+    vals_[from] = l;
+  };
+  auto setVirtual = [&](Value from) {
+    Lowered l;
+    l.kind = Lowered::Virtual;
+    l.type = cast<RankedTensorType>(from.getType());
+    vals_[from] = l;
+  };
+
+  if (auto pid = dyn_cast<tile::ProgramIdOp>(op)) {
+    Value v = pid.getAxis() == 0 ? Value(NVVM::BlockIdXOp::create(b_, loc, b_.getI32Type()))
+              : pid.getAxis() == 1 ? Value(NVVM::BlockIdYOp::create(b_, loc, b_.getI32Type()))
+                                   : Value(NVVM::BlockIdZOp::create(b_, loc, b_.getI32Type()));
+    setScalar(pid, v);
+    return true;
+  }
+  if (auto np = dyn_cast<tile::NumProgramsOp>(op)) {
+    Value v = np.getAxis() == 0 ? Value(NVVM::GridDimXOp::create(b_, loc, b_.getI32Type()))
+              : np.getAxis() == 1 ? Value(NVVM::GridDimYOp::create(b_, loc, b_.getI32Type()))
+                                  : Value(NVVM::GridDimZOp::create(b_, loc, b_.getI32Type()));
+    setScalar(np, v);
+    return true;
+  }
+  if (auto cst = dyn_cast<arith::ConstantOp>(op)) {
+    if (auto rt = dyn_cast<RankedTensorType>(cst.getType())) {
+      auto dense = dyn_cast<DenseElementsAttr>(cst.getValue());
+      if (!dense || !dense.isSplat())
+        return fail(op, "non-splat tile constants are not supported by the GPU back end");
+      setVirtual(cst);
+      return true;
+    }
+    setScalar(cst, b_.clone(*op)->getResult(0));
+    return true;
+  }
+  if (isa<tile::MakeRangeOp, tile::SplatOp>(op)) {
+    setVirtual(op->getResult(0));
+    return true;
+  }
+  if (isa<tile::BroadcastOp, tile::ExpandDimsOp, tile::ReshapeOp, tile::TransOp, tile::HintOp>(op)) {
+    Value src = op->getOperand(0), res = op->getResult(0);
+    if (!isa<RankedTensorType>(src.getType())) { // hint on a scalar
+      setScalar(res, scalarOf(src));
+      return true;
+    }
+    Lowered &ls = lookup(src);
+    auto rt = cast<RankedTensorType>(res.getType());
+    if (ls.kind == Lowered::Dist) {
+      // Same flat order and same layout: the registers carry over unchanged.
+      Layout a = layoutOf(ls.type), b = layoutOf(rt);
+      bool flatPreserving = isa<tile::ExpandDimsOp, tile::ReshapeOp, tile::HintOp>(op);
+      if (flatPreserving && a.vec == b.vec && a.replicated == b.replicated && a.total == b.total) {
+        Lowered l = ls;
+        l.type = rt;
+        vals_[res] = l;
+        return true;
+      }
+      toSmem(src, loc); // read back at the new coordinates
+    }
+    setVirtual(res);
+    return true;
+  }
+  if (auto ld = dyn_cast<tile::LoadOp>(op))
+    return lowerLoad(ld);
+  if (auto st = dyn_cast<tile::StoreOp>(op))
+    return lowerStore(st);
+  if (isa<tile::AtomicRMWOp, tile::AtomicCASOp>(op))
+    return lowerAtomic(op);
+  if (auto d = dyn_cast<tile::DotOp>(op))
+    return lowerDot(d);
+  if (auto r = dyn_cast<tile::ReduceOp>(op))
+    return lowerReduce(r);
+  if (auto f = dyn_cast<scf::ForOp>(op))
+    return lowerFor(f);
+  if (auto i = dyn_cast<scf::IfOp>(op))
+    return lowerIf(i);
+  if (auto w = dyn_cast<scf::WhileOp>(op))
+    return lowerWhile(w);
+  if (isa<func::ReturnOp>(op)) {
+    func::ReturnOp::create(b_, loc);
+    return true;
+  }
+  if (isa<tile::PrintOp>(op))
+    return fail(op, "device_print is not supported by the GPU back end yet; use the interpreter");
+  if (isElementwise(op))
+    return lowerElementwise(op);
+  return fail(op, "the GPU back end cannot lower '" + op->getName().getStringRef().str() + "'");
+}
+
+bool KernelLowering::lowerElementwise(Operation *op) {
+  Location loc = op->getLoc();
+  Value res = op->getResult(0);
+  auto rt = dyn_cast<RankedTensorType>(res.getType());
+  auto emitScalar = [&](IRMapping &map) -> Value {
+    if (auto ap = dyn_cast<tile::AddPtrOp>(op)) {
+      Type et = cast<tile::PtrType>(getElementTypeOrSelf(ap.getType())).getPointeeType();
+      return LLVM::GEPOp::create(b_, loc, LLVM::LLVMPointerType::get(b_.getContext(), 1),
+                                 convertElem(et), map.lookup(ap.getPtr()),
+                                 ValueRange{map.lookup(ap.getOffset())});
+    }
+    if (auto bc = dyn_cast<tile::BitcastOp>(op)) {
+      Value x = map.lookup(bc.getSrc());
+      Type to = convertElem(getElementTypeOrSelf(bc.getType()));
+      if (x.getType() == to)
+        return x;
+      if (isa<LLVM::LLVMPointerType>(to))
+        return LLVM::IntToPtrOp::create(b_, loc, to, x);
+      if (isa<LLVM::LLVMPointerType>(x.getType()))
+        return LLVM::PtrToIntOp::create(b_, loc, to, x);
+      return arith::BitcastOp::create(b_, loc, to, x);
+    }
+    if (auto p2i = dyn_cast<tile::PtrToIntOp>(op))
+      return LLVM::PtrToIntOp::create(b_, loc, b_.getI64Type(), map.lookup(p2i.getSrc()));
+    Operation *clone = b_.clone(*op, map);
+    clone->getResult(0).setType(convertElem(getElementTypeOrSelf(res.getType())));
+    return clone->getResult(0);
+  };
+  if (!rt) {
+    IRMapping map;
+    for (Value operand : op->getOperands())
+      map.map(operand, scalarOf(operand));
+    Lowered l;
+    l.kind = Lowered::Scalar;
+    l.scalar = emitScalar(map);
+    vals_[res] = l;
+    return true;
+  }
+  bool allVirtual = true;
+  for (Value operand : op->getOperands())
+    if (isa<RankedTensorType>(operand.getType())) {
+      auto k = lookup(operand).kind;
+      allVirtual &= k == Lowered::Virtual;
+    }
+  if (allVirtual) {
+    Lowered l;
+    l.kind = Lowered::Virtual;
+    l.type = rt;
+    vals_[res] = l;
+    return true;
+  }
+  Layout lay = layoutOf(rt);
+  Lowered l;
+  l.kind = Lowered::Dist;
+  l.type = rt;
+  for (int64_t s = 0; s < lay.slots(); ++s) {
+    IRMapping map;
+    for (Value operand : op->getOperands())
+      map.map(operand, isa<RankedTensorType>(operand.getType()) ? atSlot(operand, lay, s, loc)
+                                                                 : scalarOf(operand));
+    l.regs.push_back(emitScalar(map));
+  }
+  vals_[res] = l;
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Memory
+//===----------------------------------------------------------------------===//
+
+bool KernelLowering::lowerLoad(tile::LoadOp op) {
+  Location loc = op.getLoc();
+  Type et = convertElem(getElementTypeOrSelf(op.getType()));
+  if (et.isInteger(1))
+    return fail(op, "loads of i1 are not supported; store booleans as i8");
+  auto loadOne = [&](Value ptr, Value mask, Value other) -> Value {
+    if (!mask)
+      return LLVM::LoadOp::create(b_, loc, et, ptr, byteWidth(et), op.getIsVolatile());
+    auto ifOp = scf::IfOp::create(b_, loc, TypeRange{et}, mask, true, true);
+    {
+      OpBuilder::InsertionGuard g(b_);
+      b_.setInsertionPointToStart(ifOp.thenBlock());
+      Value v = LLVM::LoadOp::create(b_, loc, et, ptr, byteWidth(et), op.getIsVolatile());
+      scf::YieldOp::create(b_, loc, v);
+      b_.setInsertionPointToStart(ifOp.elseBlock());
+      Value o = other ? other : Value(arith::ConstantOp::create(b_, loc, b_.getZeroAttr(et)));
+      scf::YieldOp::create(b_, loc, o);
+    }
+    return ifOp.getResult(0);
+  };
+  auto rt = dyn_cast<RankedTensorType>(op.getType());
+  if (!rt) {
+    Lowered l;
+    l.kind = Lowered::Scalar;
+    l.scalar = loadOne(scalarOf(op.getPtr()), op.getMask() ? scalarOf(op.getMask()) : Value(),
+                       op.getOther() ? scalarOf(op.getOther()) : Value());
+    vals_[op.getResult()] = l;
+    return true;
+  }
+  Layout lay = layoutOf(rt);
+  AxisInfo ai = axis_.get(op.getPtr());
+  int64_t eb = byteWidth(et);
+  bool vectorize = !lay.replicated && lay.vec > 1 && ai.contiguity.back() >= lay.vec &&
+                   ai.divisibility.back() >= lay.vec * eb && lay.vec * eb <= 16 &&
+                   !isa<LLVM::LLVMPointerType>(et);
+  Lowered l;
+  l.kind = Lowered::Dist;
+  l.type = rt;
+  for (int64_t k = 0; k < lay.slots() / lay.vec; ++k) {
+    SmallVector<Value> ptrs, masks, others;
+    for (int64_t v = 0; v < lay.vec; ++v) {
+      int64_t s = k * lay.vec + v;
+      ptrs.push_back(atSlot(op.getPtr(), lay, s, loc));
+      masks.push_back(op.getMask() ? atSlot(op.getMask(), lay, s, loc) : Value());
+      others.push_back(op.getOther() ? atSlot(op.getOther(), lay, s, loc) : Value());
+    }
+    if (!vectorize) {
+      for (int64_t v = 0; v < lay.vec; ++v)
+        l.regs.push_back(loadOne(ptrs[v], masks[v], others[v]));
+      continue;
+    }
+    auto vt = VectorType::get({lay.vec}, et);
+    auto vecLoad = [&]() {
+      Value vec = LLVM::LoadOp::create(b_, loc, vt, ptrs[0], lay.vec * eb, op.getIsVolatile());
+      SmallVector<Value> lanes;
+      for (int64_t v = 0; v < lay.vec; ++v)
+        lanes.push_back(LLVM::ExtractElementOp::create(b_, loc, vec, i32c(v, loc)));
+      return lanes;
+    };
+    if (!op.getMask()) {
+      for (Value x : vecLoad())
+        l.regs.push_back(x);
+      continue;
+    }
+    // Whole vector in bounds: one 16-byte load; otherwise lane by lane.
+    Value all = masks[0];
+    for (int64_t v = 1; v < lay.vec; ++v)
+      all = arith::AndIOp::create(b_, loc, all, masks[v]);
+    SmallVector<Type> tys(lay.vec, et);
+    auto ifOp = scf::IfOp::create(b_, loc, tys, all, true, true);
+    {
+      OpBuilder::InsertionGuard g(b_);
+      b_.setInsertionPointToStart(ifOp.thenBlock());
+      scf::YieldOp::create(b_, loc, vecLoad());
+      b_.setInsertionPointToStart(ifOp.elseBlock());
+      SmallVector<Value> lanes;
+      for (int64_t v = 0; v < lay.vec; ++v)
+        lanes.push_back(loadOne(ptrs[v], masks[v], others[v]));
+      scf::YieldOp::create(b_, loc, lanes);
+    }
+    for (Value x : ifOp.getResults())
+      l.regs.push_back(x);
+  }
+  vals_[op.getResult()] = l;
+  return true;
+}
+
+bool KernelLowering::lowerStore(tile::StoreOp op) {
+  Location loc = op.getLoc();
+  Type et = convertElem(getElementTypeOrSelf(op.getValue().getType()));
+  if (et.isInteger(1))
+    return fail(op, "stores of i1 are not supported; store booleans as i8");
+  auto storeOne = [&](Value ptr, Value val, Value mask) {
+    if (!mask) {
+      LLVM::StoreOp::create(b_, loc, val, ptr, byteWidth(et));
+      return;
+    }
+    auto ifOp = makeIf(mask, false, loc);
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointToStart(ifOp.thenBlock());
+    LLVM::StoreOp::create(b_, loc, val, ptr, byteWidth(et));
+  };
+  auto rt = dyn_cast<RankedTensorType>(op.getValue().getType());
+  if (!rt) { // one thread writes a scalar
+    Value first = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::eq, tid_, i32c(0, loc));
+    Value m = op.getMask() ? Value(arith::AndIOp::create(b_, loc, first, scalarOf(op.getMask()))) : first;
+    storeOne(scalarOf(op.getPtr()), scalarOf(op.getValue()), m);
+    return true;
+  }
+  Layout lay = layoutOf(rt);
+  AxisInfo ai = axis_.get(op.getPtr());
+  int64_t eb = byteWidth(et);
+  bool vectorize = !lay.replicated && lay.vec > 1 && ai.contiguity.back() >= lay.vec &&
+                   ai.divisibility.back() >= lay.vec * eb && lay.vec * eb <= 16 &&
+                   !isa<LLVM::LLVMPointerType>(et);
+  Value primary = lay.replicated ? isPrimary(lay, loc) : Value();
+  for (int64_t k = 0; k < lay.slots() / lay.vec; ++k) {
+    SmallVector<Value> ptrs, vals, masks;
+    for (int64_t v = 0; v < lay.vec; ++v) {
+      int64_t s = k * lay.vec + v;
+      ptrs.push_back(atSlot(op.getPtr(), lay, s, loc));
+      vals.push_back(atSlot(op.getValue(), lay, s, loc));
+      Value m = op.getMask() ? atSlot(op.getMask(), lay, s, loc) : Value();
+      if (primary)
+        m = m ? Value(arith::AndIOp::create(b_, loc, m, primary)) : primary;
+      masks.push_back(m);
+    }
+    if (!vectorize) {
+      for (int64_t v = 0; v < lay.vec; ++v)
+        storeOne(ptrs[v], vals[v], masks[v]);
+      continue;
+    }
+    auto vt = VectorType::get({lay.vec}, et);
+    auto vecStore = [&]() {
+      Value vec = LLVM::PoisonOp::create(b_, loc, vt);
+      for (int64_t v = 0; v < lay.vec; ++v)
+        vec = LLVM::InsertElementOp::create(b_, loc, vec, vals[v], i32c(v, loc));
+      LLVM::StoreOp::create(b_, loc, vec, ptrs[0], lay.vec * eb);
+    };
+    if (!op.getMask()) {
+      vecStore();
+      continue;
+    }
+    Value all = masks[0];
+    for (int64_t v = 1; v < lay.vec; ++v)
+      all = arith::AndIOp::create(b_, loc, all, masks[v]);
+    auto ifOp = makeIf(all, true, loc);
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointToStart(ifOp.thenBlock());
+    vecStore();
+    b_.setInsertionPointToStart(ifOp.elseBlock());
+    for (int64_t v = 0; v < lay.vec; ++v)
+      storeOne(ptrs[v], vals[v], masks[v]);
+  }
+  return true;
+}
+
+bool KernelLowering::lowerAtomic(Operation *op) {
+  Location loc = op->getLoc();
+  auto rmw = dyn_cast<tile::AtomicRMWOp>(op);
+  auto cas = dyn_cast<tile::AtomicCASOp>(op);
+  Value ptrV = op->getOperand(0);
+  Value res = op->getResult(0);
+  Type et = convertElem(getElementTypeOrSelf(res.getType()));
+  bool fp = isa<FloatType>(et);
+  auto ordering = LLVM::AtomicOrdering::acq_rel;
+  auto emit = [&](Value ptr, Value val, Value cmp, Value mask) -> Value {
+    auto body = [&]() -> Value {
+      if (cas) {
+        auto x = LLVM::AtomicCmpXchgOp::create(b_, loc, ptr, cmp, val, ordering,
+                                               LLVM::AtomicOrdering::monotonic);
+        return LLVM::ExtractValueOp::create(b_, loc, x, ArrayRef<int64_t>{0});
+      }
+      LLVM::AtomicBinOp kind;
+      switch (rmw.getKind()) {
+      case tile::RMWKind::add: kind = fp ? LLVM::AtomicBinOp::fadd : LLVM::AtomicBinOp::add; break;
+      case tile::RMWKind::max: kind = fp ? LLVM::AtomicBinOp::fmax : LLVM::AtomicBinOp::max; break;
+      case tile::RMWKind::min: kind = fp ? LLVM::AtomicBinOp::fmin : LLVM::AtomicBinOp::min; break;
+      case tile::RMWKind::and_: kind = LLVM::AtomicBinOp::_and; break;
+      case tile::RMWKind::or_: kind = LLVM::AtomicBinOp::_or; break;
+      case tile::RMWKind::xor_: kind = LLVM::AtomicBinOp::_xor; break;
+      default: kind = LLVM::AtomicBinOp::xchg; break;
+      }
+      return LLVM::AtomicRMWOp::create(b_, loc, kind, ptr, val, ordering);
+    };
+    if (!mask)
+      return body();
+    auto ifOp = scf::IfOp::create(b_, loc, TypeRange{et}, mask, true, true);
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointToStart(ifOp.thenBlock());
+    scf::YieldOp::create(b_, loc, body());
+    b_.setInsertionPointToStart(ifOp.elseBlock());
+    scf::YieldOp::create(b_, loc, Value(arith::ConstantOp::create(b_, loc, b_.getZeroAttr(et))));
+    return ifOp.getResult(0);
+  };
+  Value maskV = rmw ? rmw.getMask() : Value();
+  Value valV = rmw ? rmw.getValue() : cas.getValue();
+  Value cmpV = cas ? cas.getCmp() : Value();
+  auto rt = dyn_cast<RankedTensorType>(res.getType());
+  // Shared slot through which the one thread that did the atomic tells the others.
+  auto broadcastFrom = [&](Value v, Value who, int64_t slot, Value base) {
+    auto ifOp = makeIf(who, false, loc);
+    {
+      OpBuilder::InsertionGuard g(b_);
+      b_.setInsertionPointToStart(ifOp.thenBlock());
+      LLVM::StoreOp::create(b_, loc, v, smemPtr(base, i32c(slot, loc), et, loc));
+    }
+  };
+  if (!rt) {
+    Value first = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::eq, tid_, i32c(0, loc));
+    Value m = maskV ? Value(arith::AndIOp::create(b_, loc, first, scalarOf(maskV))) : first;
+    Value old = emit(scalarOf(ptrV), scalarOf(valV), cmpV ? scalarOf(cmpV) : Value(), m);
+    Value base = smemBase(allocSmem(byteWidth(et)), loc);
+    barrier(loc);
+    broadcastFrom(old, first, 0, base);
+    barrier(loc);
+    Lowered l;
+    l.kind = Lowered::Scalar;
+    l.scalar = LLVM::LoadOp::create(b_, loc, et, smemPtr(base, i32c(0, loc), et, loc));
+    vals_[res] = l;
+    return true;
+  }
+  Layout lay = layoutOf(rt);
+  Value primary = lay.replicated ? isPrimary(lay, loc) : Value();
+  Lowered l;
+  l.kind = Lowered::Dist;
+  l.type = rt;
+  for (int64_t s = 0; s < lay.slots(); ++s) {
+    Value m = maskV ? atSlot(maskV, lay, s, loc) : Value();
+    if (primary)
+      m = m ? Value(arith::AndIOp::create(b_, loc, m, primary)) : primary;
+    l.regs.push_back(emit(atSlot(ptrV, lay, s, loc), atSlot(valV, lay, s, loc),
+                          cmpV ? atSlot(cmpV, lay, s, loc) : Value(), m));
+  }
+  vals_[res] = l;
+  if (lay.replicated) { // replicas take the primary's old value
+    Value base = smemBase(allocSmem(lay.total * byteWidth(et)), loc);
+    barrier(loc);
+    Value flat = flatIndex(coords(lay, 0), lay.shape, loc);
+    broadcastFrom(l.regs[0], primary, 0, smemPtr(base, flat, et, loc));
+    barrier(loc);
+    vals_[res].regs[0] = LLVM::LoadOp::create(b_, loc, et, smemPtr(base, flat, et, loc));
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// dot (FMA): operands through shared memory, one accumulator per owned element
+//===----------------------------------------------------------------------===//
+
+bool KernelLowering::lowerDot(tile::DotOp op) {
+  Location loc = op.getLoc();
+  auto at = op.getA().getType(), bt = op.getB().getType(), ct = op.getAcc().getType();
+  int64_t K = at.getDimSize(1);
+  Type ea = at.getElementType(), ec = ct.getElementType();
+  Value aS = toSmem(op.getA(), loc);
+  Value bS = toSmem(op.getB(), loc);
+  Layout lay = layoutOf(ct);
+  SmallVector<Value> accs = materialize(op.getAcc(), loc);
+  Value lo = i32c(0, loc), hi = i32c(K, loc), one = i32c(1, loc);
+  auto forOp = scf::ForOp::create(b_, loc, lo, hi, one, accs);
+  {
+    OpBuilder::InsertionGuard g(b_);
+    Block *body = forOp.getBody();
+    if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())
+      body->back().erase();
+    b_.setInsertionPointToEnd(body);
+    Value k = forOp.getInductionVar();
+    Value Kc = i32c(K, loc), Nc = i32c(bt.getDimSize(1), loc);
+    SmallVector<Value> next;
+    for (int64_t s = 0; s < lay.slots(); ++s) {
+      ArrayRef<Value> c = coords(lay, s);
+      Value ai = arith::AddIOp::create(b_, loc, arith::MulIOp::create(b_, loc, c[0], Kc), k);
+      Value bi = arith::AddIOp::create(b_, loc, arith::MulIOp::create(b_, loc, k, Nc), c[1]);
+      Value a = LLVM::LoadOp::create(b_, loc, ea, smemPtr(aS, ai, ea, loc));
+      Value bv = LLVM::LoadOp::create(b_, loc, ea, smemPtr(bS, bi, ea, loc));
+      Value acc = forOp.getRegionIterArgs()[s];
+      Value r;
+      if (isa<FloatType>(ec)) {
+        if (ea != ec) {
+          a = arith::ExtFOp::create(b_, loc, ec, a);
+          bv = arith::ExtFOp::create(b_, loc, ec, bv);
+        }
+        r = math::FmaOp::create(b_, loc, a, bv, acc);
+      } else {
+        a = arith::ExtSIOp::create(b_, loc, ec, a);
+        bv = arith::ExtSIOp::create(b_, loc, ec, bv);
+        r = arith::AddIOp::create(b_, loc, acc, arith::MulIOp::create(b_, loc, a, bv));
+      }
+      next.push_back(r);
+    }
+    scf::YieldOp::create(b_, loc, next);
+  }
+  Lowered l;
+  l.kind = Lowered::Dist;
+  l.type = ct;
+  for (Value r : forOp.getResults())
+    l.regs.push_back(r);
+  vals_[op.getResult()] = l;
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+SmallVector<Value> KernelLowering::combine(tile::ReduceOp op, ValueRange lhs, ValueRange rhs) {
+  Block &body = op.getCombine().front();
+  IRMapping map;
+  size_t n = lhs.size();
+  for (size_t i = 0; i < n; ++i) {
+    map.map(body.getArgument(i), lhs[i]);
+    map.map(body.getArgument(i + n), rhs[i]);
+  }
+  SmallVector<Value> out;
+  for (Operation &o : body) {
+    if (auto ret = dyn_cast<tile::ReduceReturnOp>(o)) {
+      for (Value v : ret.getResults())
+        out.push_back(map.lookupOrDefault(v));
+      break;
+    }
+    b_.clone(o, map);
+  }
+  return out;
+}
+
+Value KernelLowering::shuffleXor(Value v, int offset, Location loc) {
+  Type t = v.getType();
+  Type i32 = b_.getI32Type();
+  auto shfl = [&](Value x) -> Value {
+    Value mask = i32c(-1, loc), off = i32c(offset, loc), clamp = i32c(31, loc);
+    return NVVM::ShflOp::create(b_, loc, x.getType(), mask, x, off, clamp,
+                                NVVM::ShflKind::bfly, UnitAttr());
+  };
+  if (t.isF32() || t.isInteger(32))
+    return shfl(v);
+  unsigned w = t.getIntOrFloatBitWidth();
+  Type it = b_.getIntegerType(w);
+  Value bits = isa<FloatType>(t) ? Value(arith::BitcastOp::create(b_, loc, it, v)) : v;
+  Value out;
+  if (w < 32) {
+    Value wide = arith::ExtUIOp::create(b_, loc, i32, bits);
+    out = arith::TruncIOp::create(b_, loc, it, shfl(wide));
+  } else { // 64 bits: two halves
+    Value lo = arith::TruncIOp::create(b_, loc, i32, bits);
+    Value hi = arith::TruncIOp::create(
+        b_, loc, i32, arith::ShRUIOp::create(b_, loc, bits, arith::ConstantOp::create(b_, loc, b_.getI64IntegerAttr(32))));
+    Value slo = arith::ExtUIOp::create(b_, loc, it, shfl(lo));
+    Value shi = arith::ExtUIOp::create(b_, loc, it, shfl(hi));
+    out = arith::OrIOp::create(
+        b_, loc, slo, arith::ShLIOp::create(b_, loc, shi, arith::ConstantOp::create(b_, loc, b_.getI64IntegerAttr(32))));
+  }
+  return isa<FloatType>(t) ? Value(arith::BitcastOp::create(b_, loc, t, out)) : out;
+}
+
+bool KernelLowering::lowerReduce(tile::ReduceOp op) {
+  Location loc = op.getLoc();
+  auto srcs = op.getSrcs();
+  auto st = cast<RankedTensorType>(srcs[0].getType());
+  size_t n = srcs.size();
+  int64_t axis = op.getAxis();
+  SmallVector<Type> ets;
+  for (Value s : srcs)
+    ets.push_back(convertElem(cast<RankedTensorType>(s.getType()).getElementType()));
+
+  if (st.getRank() == 1) {
+    // Thread-local, then warp shuffles, then across warps through shared memory.
+    Layout lay = layoutOf(st);
+    SmallVector<Value> acc;
+    for (Value s : srcs)
+      acc.push_back(atSlot(s, lay, 0, loc));
+    for (int64_t s = 1; s < lay.slots(); ++s) {
+      SmallVector<Value> rhs;
+      for (Value v : srcs)
+        rhs.push_back(atSlot(v, lay, s, loc));
+      acc = combine(op, acc, rhs);
+    }
+    // With replication only primaries hold data; `valid` tracks it.
+    Value valid = lay.replicated ? isPrimary(lay, loc) : Value();
+    auto mergeValid = [&](SmallVector<Value> mine, SmallVector<Value> other, Value otherValid) {
+      if (!valid)
+        return combine(op, mine, other);
+      SmallVector<Value> both = combine(op, mine, other);
+      Value bothValid = arith::AndIOp::create(b_, loc, valid, otherValid);
+      SmallVector<Value> out;
+      for (size_t i = 0; i < mine.size(); ++i) {
+        Value pick = arith::SelectOp::create(b_, loc, valid, mine[i], other[i]);
+        out.push_back(arith::SelectOp::create(b_, loc, bothValid, both[i], pick));
+      }
+      valid = arith::OrIOp::create(b_, loc, valid, otherValid);
+      return out;
+    };
+    for (int off = 16; off >= 1; off /= 2) {
+      SmallVector<Value> other;
+      for (Value v : acc)
+        other.push_back(shuffleXor(v, off, loc));
+      Value ov = valid ? Value(arith::TruncIOp::create(
+                             b_, loc, b_.getI1Type(),
+                             shuffleXor(arith::ExtUIOp::create(b_, loc, b_.getI32Type(), valid), off, loc)))
+                       : Value();
+      acc = mergeValid(acc, other, ov);
+    }
+    if (numWarps_ > 1) {
+      SmallVector<Value> bases;
+      for (Type t : ets)
+        bases.push_back(smemBase(allocSmem(numWarps_ * byteWidth(t)), loc));
+      Value validBase = valid ? smemBase(allocSmem(numWarps_), loc) : Value();
+      Value warp = arith::ShRUIOp::create(b_, loc, tid_, i32c(5, loc));
+      Value lane0 = arith::CmpIOp::create(
+          b_, loc, arith::CmpIPredicate::eq,
+          arith::AndIOp::create(b_, loc, tid_, i32c(31, loc)), i32c(0, loc));
+      barrier(loc);
+      {
+        auto ifOp = makeIf(lane0, false, loc);
+        OpBuilder::InsertionGuard g(b_);
+        b_.setInsertionPointToStart(ifOp.thenBlock());
+        for (size_t i = 0; i < n; ++i)
+          LLVM::StoreOp::create(b_, loc, acc[i], smemPtr(bases[i], warp, ets[i], loc));
+        if (validBase)
+          LLVM::StoreOp::create(b_, loc, arith::ExtUIOp::create(b_, loc, b_.getI8Type(), valid),
+                                smemPtr(validBase, warp, b_.getI8Type(), loc));
+      }
+      barrier(loc);
+      auto readWarp = [&](int64_t w, SmallVector<Value> &vals, Value &v) {
+        vals.clear();
+        for (size_t i = 0; i < n; ++i)
+          vals.push_back(LLVM::LoadOp::create(b_, loc, ets[i], smemPtr(bases[i], i32c(w, loc), ets[i], loc)));
+        if (validBase)
+          v = arith::TruncIOp::create(
+              b_, loc, b_.getI1Type(),
+              LLVM::LoadOp::create(b_, loc, b_.getI8Type(), smemPtr(validBase, i32c(w, loc), b_.getI8Type(), loc)));
+      };
+      Value v0;
+      readWarp(0, acc, v0);
+      if (validBase)
+        valid = v0;
+      for (int64_t w = 1; w < numWarps_; ++w) {
+        SmallVector<Value> other;
+        Value ov;
+        readWarp(w, other, ov);
+        acc = mergeValid(acc, other, ov);
+      }
+    }
+    for (size_t i = 0; i < n; ++i) {
+      Lowered l;
+      l.kind = Lowered::Scalar;
+      l.scalar = acc[i];
+      vals_[op.getResult(i)] = l;
+    }
+    return true;
+  }
+
+  // Reduction of one axis of an N-D tile: every owned result element walks
+  // the reduced axis, reading its inputs at arbitrary coordinates.
+  auto rt = cast<RankedTensorType>(op.getResult(0).getType());
+  Layout lay = layoutOf(rt);
+  int64_t A = st.getDimSize(axis);
+  for (Value s : srcs)
+    if (lookup(s).kind == Lowered::Dist)
+      toSmem(s, loc);
+  SmallVector<SmallVector<Value>> results(n);
+  for (int64_t s = 0; s < lay.slots(); ++s) {
+    ArrayRef<Value> rc = coords(lay, s);
+    auto inputCoords = [&](Value a) {
+      SmallVector<Value> c(rc.begin(), rc.end());
+      c.insert(c.begin() + axis, a);
+      return c;
+    };
+    SmallVector<Value> init;
+    Value zero = entryConst(b_.getI32IntegerAttr(0));
+    for (Value v : srcs)
+      init.push_back(elem(v, inputCoords(zero), loc));
+    auto forOp = scf::ForOp::create(b_, loc, i32c(1, loc), i32c(A, loc), i32c(1, loc), init);
+    {
+      OpBuilder::InsertionGuard g(b_);
+      Block *body = forOp.getBody();
+      if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())
+        body->back().erase();
+      b_.setInsertionPointToEnd(body);
+      pushScope();
+      SmallVector<Value> rhs;
+      for (Value v : srcs)
+        rhs.push_back(elem(v, inputCoords(forOp.getInductionVar()), loc));
+      SmallVector<Value> lhs(forOp.getRegionIterArgs().begin(), forOp.getRegionIterArgs().end());
+      scf::YieldOp::create(b_, loc, combine(op, lhs, rhs));
+      popScope();
+    }
+    for (size_t i = 0; i < n; ++i)
+      results[i].push_back(forOp.getResult(i));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    Lowered l;
+    l.kind = Lowered::Dist;
+    l.type = cast<RankedTensorType>(op.getResult(i).getType());
+    l.regs = results[i];
+    vals_[op.getResult(i)] = l;
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Structured control flow: tiles travel as one SSA value per owned element
+//===----------------------------------------------------------------------===//
+
+SmallVector<Type> KernelLowering::flatTypes(Type t) {
+  if (auto rt = dyn_cast<RankedTensorType>(t)) {
+    Layout l = layoutOf(rt);
+    return SmallVector<Type>(l.slots(), convertElem(rt.getElementType()));
+  }
+  return {convertScalar(t)};
+}
+
+void KernelLowering::flatten(Value v, SmallVector<Value> &out, Location loc) {
+  if (isa<RankedTensorType>(v.getType())) {
+    for (Value r : materialize(v, loc))
+      out.push_back(r);
+    return;
+  }
+  out.push_back(scalarOf(v));
+}
+
+void KernelLowering::bindFlat(Value v, ValueRange flat, size_t &pos) {
+  Lowered l;
+  if (auto rt = dyn_cast<RankedTensorType>(v.getType())) {
+    l.kind = Lowered::Dist;
+    l.type = rt;
+    size_t n = layoutOf(rt).slots();
+    for (size_t i = 0; i < n; ++i)
+      l.regs.push_back(flat[pos++]);
+  } else {
+    l.kind = Lowered::Scalar;
+    l.scalar = flat[pos++];
+  }
+  vals_[v] = l;
+}
+
+bool KernelLowering::lowerFor(scf::ForOp op) {
+  Location loc = op.getLoc();
+  SmallVector<Value> inits;
+  for (Value v : op.getInitArgs())
+    flatten(v, inits, loc);
+  auto forOp = scf::ForOp::create(b_, loc, scalarOf(op.getLowerBound()), scalarOf(op.getUpperBound()),
+                                  scalarOf(op.getStep()), inits);
+  {
+    OpBuilder::InsertionGuard g(b_);
+    Block *body = forOp.getBody();
+    if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())
+      body->back().erase();
+    b_.setInsertionPointToEnd(body);
+    Lowered iv;
+    iv.kind = Lowered::Scalar;
+    iv.scalar = forOp.getInductionVar();
+    vals_[op.getInductionVar()] = iv;
+    size_t pos = 0;
+    ValueRange args = forOp.getRegionIterArgs();
+    for (Value a : op.getRegionIterArgs())
+      bindFlat(a, args, pos);
+    pushScope();
+    Block &src = *op.getBody();
+    for (Operation &o : src.without_terminator())
+      if (!lowerOp(&o)) {
+        popScope();
+        return false;
+      }
+    SmallVector<Value> yields;
+    for (Value v : src.getTerminator()->getOperands())
+      flatten(v, yields, loc);
+    scf::YieldOp::create(b_, loc, yields);
+    popScope();
+  }
+  size_t pos = 0;
+  ValueRange results = forOp.getResults();
+  for (Value r : op.getResults())
+    bindFlat(r, results, pos);
+  return true;
+}
+
+bool KernelLowering::lowerIf(scf::IfOp op) {
+  Location loc = op.getLoc();
+  SmallVector<Type> types;
+  for (Type t : op.getResultTypes())
+    for (Type ft : flatTypes(t))
+      types.push_back(ft);
+  bool hasElse = !op.getElseRegion().empty();
+  auto ifOp = scf::IfOp::create(b_, loc, types, scalarOf(op.getCondition()), true, hasElse);
+  auto lowerRegion = [&](Block *srcBlk, Block *dstBlk) -> bool {
+    OpBuilder::InsertionGuard g(b_);
+    if (!dstBlk->empty() && dstBlk->back().hasTrait<OpTrait::IsTerminator>())
+      dstBlk->back().erase();
+    b_.setInsertionPointToEnd(dstBlk);
+    pushScope();
+    for (Operation &o : srcBlk->without_terminator())
+      if (!lowerOp(&o)) {
+        popScope();
+        return false;
+      }
+    SmallVector<Value> yields;
+    for (Value v : srcBlk->getTerminator()->getOperands())
+      flatten(v, yields, loc);
+    scf::YieldOp::create(b_, loc, yields);
+    popScope();
+    return true;
+  };
+  if (!lowerRegion(op.thenBlock(), ifOp.thenBlock()))
+    return false;
+  if (hasElse && !lowerRegion(op.elseBlock(), ifOp.elseBlock()))
+    return false;
+  size_t pos = 0;
+  ValueRange results = ifOp.getResults();
+  for (Value r : op.getResults())
+    bindFlat(r, results, pos);
+  return true;
+}
+
+bool KernelLowering::lowerWhile(scf::WhileOp op) {
+  Location loc = op.getLoc();
+  SmallVector<Value> inits;
+  for (Value v : op.getInits())
+    flatten(v, inits, loc);
+  SmallVector<Type> beforeTypes, afterTypes;
+  for (Value a : op.getBeforeArguments())
+    for (Type t : flatTypes(a.getType()))
+      beforeTypes.push_back(t);
+  for (Value a : op.getAfterArguments())
+    for (Type t : flatTypes(a.getType()))
+      afterTypes.push_back(t);
+  auto w = scf::WhileOp::create(b_, loc, afterTypes, inits);
+  SmallVector<Location> bl(beforeTypes.size(), loc), al(afterTypes.size(), loc);
+  {
+    OpBuilder::InsertionGuard g(b_);
+    Block *before = b_.createBlock(&w.getBefore(), {}, beforeTypes, bl);
+    size_t pos = 0;
+    for (Value a : op.getBeforeArguments())
+      bindFlat(a, before->getArguments(), pos);
+    pushScope();
+    for (Operation &o : op.getBeforeBody()->without_terminator())
+      if (!lowerOp(&o)) {
+        popScope();
+        return false;
+      }
+    auto cond = cast<scf::ConditionOp>(op.getBeforeBody()->getTerminator());
+    SmallVector<Value> args;
+    for (Value v : cond.getArgs())
+      flatten(v, args, loc);
+    scf::ConditionOp::create(b_, loc, scalarOf(cond.getCondition()), args);
+    popScope();
+
+    Block *after = b_.createBlock(&w.getAfter(), {}, afterTypes, al);
+    pos = 0;
+    for (Value a : op.getAfterArguments())
+      bindFlat(a, after->getArguments(), pos);
+    pushScope();
+    for (Operation &o : op.getAfterBody()->without_terminator())
+      if (!lowerOp(&o)) {
+        popScope();
+        return false;
+      }
+    SmallVector<Value> yields;
+    for (Value v : op.getAfterBody()->getTerminator()->getOperands())
+      flatten(v, yields, loc);
+    scf::YieldOp::create(b_, loc, yields);
+    popScope();
+  }
+  size_t pos = 0;
+  ValueRange results = w.getResults();
+  for (Value r : op.getResults())
+    bindFlat(r, results, pos);
+  return true;
+}
+
+} // namespace
+
+bool lowerTileToNVVM(ModuleOp module, const LoweringOptions &options, std::string &error) {
+  module.getContext()->loadDialect<LLVM::LLVMDialect, NVVM::NVVMDialect>();
+  if (options.numWarps < 1 || options.numWarps > 32 ||
+      (options.numWarps & (options.numWarps - 1)) != 0) {
+    error = "num_warps must be a power of two between 1 and 32, got " +
+            std::to_string(options.numWarps);
+    return false;
+  }
+  SmallVector<func::FuncOp> kernels;
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (fn->hasAttr("tile.kernel"))
+      kernels.push_back(fn);
+  for (func::FuncOp fn : kernels) {
+    KernelLowering kl(module, fn, options);
+    if (!kl.run(error))
+      return false;
+  }
+  return true;
+}
+
+} // namespace tessera::lowering
