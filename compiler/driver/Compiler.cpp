@@ -1,6 +1,7 @@
 #include "Frontend.h"
 
 #include "IRGen.h"
+#include "lowering/Lowering.h"
 #include "ModuleLoader.h"
 #include "tile/TileDialect.h"
 
@@ -135,8 +136,22 @@ static CompileResult compileImpl(const std::string &path, const std::string *tex
   r.ok = fr.ok;
   r.diagnostics = fr.diagnostics;
   r.kernels = fr.kernels;
-  if (fr.ok) {
+  if (!fr.ok)
+    return r;
+  {
     llvm::raw_string_ostream os(r.tileIR);
+    fr.module->print(os);
+  }
+  if (options.lowerToGPU) {
+    std::string error;
+    lowering::LoweringOptions lo;
+    lo.numWarps = options.numWarps;
+    if (!lowering::lowerTileToNVVM(*fr.module, lo, error) || failed(verify(*fr.module))) {
+      r.ok = false;
+      r.diagnostics = (error.empty() ? std::string("error: GPU lowering produced invalid IR") : error) + "\n";
+      return r;
+    }
+    llvm::raw_string_ostream os(r.gpuIR);
     fr.module->print(os);
   }
   return r;

@@ -87,8 +87,8 @@ struct Expr {
 /// Parameter annotation: `i32`, `*f32`, `**i8`, `constexpr`.
 struct TypeAnnot {
   Loc loc;
-  int pointerDepth = 0;
-  std::string name; // scalar type name or "constexpr"
+  int pointerDepth = 0; // one per '*': `**i8` is 2 (the lexer's `**` token counts twice)
+  std::string name; // scalar type name or "constexpr" (any identifier, or "None")
 };
 
 struct Param {
@@ -102,9 +102,10 @@ struct Param {
 enum class StmtKind {
   Expr,      // value
   Assign,    // targets[0] = value        (targets[i] is a Name, a Tuple of Names, or a Subscript)
-  AugAssign, // targets[0] op= value
+  AugAssign, // targets[0] op= value        (a Name or a Subscript; augOp is any arithmetic or
+             //                            bitwise BinOp, Pow for `**=`)
   If,        // if cond: body else: orelse  (`elif` nests an If in orelse)
-  For,       // for targets[0] in iter: body
+  For,       // for targets[0] in iter: body  (targets[0] is a Name or a Tuple of Names)
   While,     // while cond: body
   Return,    // return value (value may be null)
   Pass, Break, Continue,
@@ -180,6 +181,11 @@ std::string dump(const Expr &e);
 std::string dump(const Module &m);
 
 /// Parses one file. On a syntax error, reports it to `diags` and returns null.
+/// Exactly one error is reported (the first in source order); nothing throws.
+/// Purely syntactic rules are checked here (assignment targets, argument and
+/// parameter order, duplicate parameters / keyword arguments, no chained
+/// comparisons, nesting limits); names, types, decorators, duplicate
+/// definitions and import paths are left to later stages.
 std::unique_ptr<Module> parseModule(const SourceManager &sm, uint32_t file,
                                     DiagnosticEngine &diags);
 

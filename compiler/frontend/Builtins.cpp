@@ -608,10 +608,10 @@ SemValue IRGen::callBuiltin(const std::string &name, const Expr &call, std::vect
         if (name == "sum")
           v = fp ? Value(arith::AddFOp::create(b_, ml, l, r)) : Value(arith::AddIOp::create(b_, ml, l, r));
         else if (name == "max")
-          v = fp ? Value(arith::MaximumFOp::create(b_, ml, l, r))
+          v = fp ? Value(arith::MaxNumFOp::create(b_, ml, l, r))
                  : uns ? Value(arith::MaxUIOp::create(b_, ml, l, r)) : Value(arith::MaxSIOp::create(b_, ml, l, r));
         else
-          v = fp ? Value(arith::MinimumFOp::create(b_, ml, l, r))
+          v = fp ? Value(arith::MinNumFOp::create(b_, ml, l, r))
                  : uns ? Value(arith::MinUIOp::create(b_, ml, l, r)) : Value(arith::MinSIOp::create(b_, ml, l, r));
         outs.push_back(v);
       } else {
@@ -754,8 +754,8 @@ SemValue IRGen::callBuiltin(const std::string &name, const Expr &call, std::vect
     DType t = x.type.elem;
     Value r;
     if (isFloat(t.scalar))
-      r = mx ? Value(arith::MaximumFOp::create(b_, ml, x.value, y.value))
-             : Value(arith::MinimumFOp::create(b_, ml, x.value, y.value));
+      r = mx ? Value(arith::MaxNumFOp::create(b_, ml, x.value, y.value))
+             : Value(arith::MinNumFOp::create(b_, ml, x.value, y.value));
     else if (isUnsigned(t.scalar))
       r = mx ? Value(arith::MaxUIOp::create(b_, ml, x.value, y.value))
              : Value(arith::MinUIOp::create(b_, ml, x.value, y.value));

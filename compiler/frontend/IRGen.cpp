@@ -445,9 +445,7 @@ bool IRGen::genKernel(ModuleOp module, const ModuleInfo &mod, const FunctionDef 
     if (auto it = constexprs.find(p.name); it != constexprs.end()) {
       v = fromConstexpr(it->second);
     } else if (p.defaultValue) {
-      frames_.push_back(Frame{&mod, &fn, {}, false, {}, 0, {}});
-      v = genExpr(*p.defaultValue);
-      frames_.pop_back();
+      v = genExpr(*p.defaultValue); // earlier constexprs are in scope
       if (!v.ok())
         return false;
     } else {
@@ -719,17 +717,37 @@ bool IRGen::genIf(const Stmt &s) {
                       "between branches of a run-time 'if'");
       return false;
     }
-    // A constant on one side takes the other side's type.
+    // Both sides take one common type: a run-time side decides, except that a
+    // float constant makes an integer side float (as Python would).
+    DType common;
+    std::vector<int64_t> shape;
+    if (tv.isRuntime() && ev.isRuntime()) {
+      common = tv.type.elem;
+      shape = tv.type.shape;
+    } else if (tv.isRuntime() || ev.isRuntime()) {
+      const SemValue &rt = tv.isRuntime() ? tv : ev, &ct = tv.isRuntime() ? ev : tv;
+      common = rt.type.elem;
+      shape = rt.type.shape;
+      if (ct.kind == SemValue::Float && !common.isPointer() && !isFloat(common.scalar))
+        common = DType{ScalarType::f32, 0};
+    } else {
+      bool anyFloat = tv.kind == SemValue::Float || ev.kind == SemValue::Float;
+      bool anyInt = tv.kind == SemValue::Int || ev.kind == SemValue::Int;
+      common = anyFloat ? DType{ScalarType::f32, 0}
+               : anyInt ? DType{ScalarType::i32, 0} : DType{ScalarType::i1, 0};
+      for (const SemValue *v : {&tv, &ev})
+        if (anyInt && !anyFloat && v->kind == SemValue::Int && !fitsIn(v->i, common))
+          common = DType{ScalarType::i64, 0};
+    }
     for (int k = 0; k < 2; ++k) {
       SemValue &mine = k == 0 ? tv : ev;
-      const SemValue &other = k == 0 ? ev : tv;
       b_.setInsertionPointToEnd(blocks[k]);
-      if (mine.isConst() && other.isRuntime()) {
-        mine = castTo(mine, other.type.elem, s.loc);
+      if (mine.isConst() || (mine.isRuntime() && !mine.type.isTile() && !shape.empty())) {
+        mine = castTo(mine, common, s.loc);
         if (mine.ok())
-          mine = broadcastTo(mine, other.type.shape, s.loc);
-      } else if (mine.isConst()) {
-        mine = toCarried(mine, s.loc);
+          mine = broadcastTo(mine, shape, s.loc);
+      } else if (mine.type.elem != common && !mine.type.elem.isPointer()) {
+        mine = castTo(mine, common, s.loc);
       }
       if (!mine.ok())
         return false;
@@ -1407,8 +1425,10 @@ SemValue IRGen::binary(BinOp op, const SemValue &lhs, const SemValue &rhs, Loc l
       return res(math::FloorOp::create(b_, ml, arith::DivFOp::create(b_, ml, x, y)));
     return res(uns ? Value(arith::DivUIOp::create(b_, ml, x, y)) : Value(arith::DivSIOp::create(b_, ml, x, y)));
   case BinOp::Mod:
-    if (fp)
-      return res(arith::RemFOp::create(b_, ml, x, y));
+    if (fp) { // Python semantics, consistent with //: a - floor(a / b) * b
+      Value q = math::FloorOp::create(b_, ml, arith::DivFOp::create(b_, ml, x, y));
+      return res(arith::SubFOp::create(b_, ml, x, arith::MulFOp::create(b_, ml, q, y)));
+    }
     return res(uns ? Value(arith::RemUIOp::create(b_, ml, x, y)) : Value(arith::RemSIOp::create(b_, ml, x, y)));
   case BinOp::Pow:
     if (!fp)
@@ -1637,39 +1657,57 @@ SemValue IRGen::callHelper(const Expr &call, const FunctionDef &fn, const Module
     bound[i] = &arg;
   }
 
+  // Constexpr (and unannotated) parameters bind first, so that typed ones may
+  // name a constexpr type parameter (`P: *DT`).
   Frame callee{&mod, &fn, {}, false, {}, 0, {}};
-  for (size_t i = 0; i < fn.params.size(); ++i) {
-    const Param &p = fn.params[i];
-    SemValue v;
-    Loc at = call.loc;
-    if (bound[i]) {
-      v = bound[i]->value;
-      at = bound[i]->loc;
-    } else if (p.defaultValue) {
-      frames_.push_back(Frame{&mod, &fn, {}, false, {}, 0, {}});
-      v = genExpr(*p.defaultValue);
-      frames_.pop_back();
-      if (!v.ok())
-        return v;
-    } else {
-      return fail(call.loc, fn.name + "() missing argument '" + p.name + "'");
-    }
-    if (p.hasAnnot) {
-      if (p.annot.name == "constexpr" && p.annot.pointerDepth == 0) {
+  auto isConstexprParam = [](const Param &p) {
+    return !p.hasAnnot || (p.annot.name == "constexpr" && p.annot.pointerDepth == 0);
+  };
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t i = 0; i < fn.params.size(); ++i) {
+      const Param &p = fn.params[i];
+      if (isConstexprParam(p) != (pass == 0))
+        continue;
+      SemValue v;
+      Loc at = call.loc;
+      if (bound[i]) {
+        v = bound[i]->value;
+        at = bound[i]->loc;
+      } else if (p.defaultValue) {
+        frames_.push_back(Frame{&mod, &fn, callee.vars, false, {}, 0, {}});
+        v = genExpr(*p.defaultValue);
+        frames_.pop_back();
+        if (!v.ok())
+          return v;
+      } else {
+        return fail(call.loc, fn.name + "() missing argument '" + p.name + "'");
+      }
+      if (p.hasAnnot && p.annot.name == "constexpr" && p.annot.pointerDepth == 0) {
         if (v.isRuntime())
           return fail(at, "argument '" + p.name + "' of " + fn.name +
                               "() must be a constexpr, got " + v.describe());
-      } else {
-        auto s = parseScalarType(p.annot.name);
-        if (!s)
+      } else if (p.hasAnnot) {
+        DType want;
+        if (auto sc = parseScalarType(p.annot.name)) {
+          want = DType{*sc, p.annot.pointerDepth};
+        } else if (auto it = callee.vars.find(p.annot.name);
+                   it != callee.vars.end() && it->second.kind == SemValue::DTypeV) {
+          want = it->second.dtype;
+          want.pointerDepth += p.annot.pointerDepth;
+        } else {
           return fail(p.annot.loc, "unknown type '" + p.annot.name + "'");
-        v = castTo(v, DType{*s, p.annot.pointerDepth}, at);
+        }
+        // Reinterpreting memory must be explicit.
+        if (v.isRuntime() && v.type.elem.isPointer() && want.isPointer() && v.type.elem != want)
+          return fail(at, "argument '" + p.name + "' of " + fn.name + "() is " +
+                              v.type.elem.str() + " but the parameter is " + want.str() +
+                              "; convert it explicitly with bitcast()");
+        v = castTo(v, want, at);
         if (!v.ok())
           return v;
       }
+      callee.vars[p.name] = v;
     }
-    callee.vars[p.name] = v;
-  }
   frames_.push_back(std::move(callee));
   callStack_.push_back(&fn);
   bool ok = genBlock(fn.body);

@@ -75,6 +75,11 @@ const ModuleInfo *ModuleLoader::load(uint32_t file, const std::string &path, int
 
   // Index this file's own definitions first so that import cycles resolve.
   for (const auto &fn : self->ast->functions) {
+    for (const Decorator &d : fn->decorators)
+      if (d.name != "kernel" && d.name != "func") {
+        diags_.error(d.loc, "unknown decorator '@" + d.name + "'; expected @kernel or @func");
+        return nullptr;
+      }
     if (Loc prev = defined(fn->name); prev.valid()) {
       redefinition(fn->nameLoc, fn->name, prev);
       return nullptr;

@@ -99,7 +99,7 @@ private:
       if (auto fl = dyn_cast<FileLineColLoc>(op->getLoc()))
         where = fl.getFilename().str() + ":" + std::to_string(fl.getLine()) + ":" +
                 std::to_string(fl.getColumn()) + ": ";
-      error_ = where + msg;
+      error_ = where + "error: " + msg;
     }
     return false;
   }
@@ -1301,7 +1301,7 @@ bool lowerTileToNVVM(ModuleOp module, const LoweringOptions &options, std::strin
   module.getContext()->loadDialect<LLVM::LLVMDialect, NVVM::NVVMDialect>();
   if (options.numWarps < 1 || options.numWarps > 32 ||
       (options.numWarps & (options.numWarps - 1)) != 0) {
-    error = "num_warps must be a power of two between 1 and 32, got " +
+    error = "error: num_warps must be a power of two between 1 and 32, got " +
             std::to_string(options.numWarps);
     return false;
   }

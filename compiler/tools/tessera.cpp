@@ -7,6 +7,7 @@
 //   3  an output file could not be written
 #include "tessera/Compiler.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -36,7 +37,9 @@ options:
   --kernel NAME      compile only this kernel
   -D NAME=VALUE      set a constexpr parameter (int, float, True/False, or a type
                      such as f16); repeatable; overrides the kernel's default
-  --emit=tile        what to produce (tile: the verified tile IR)
+  --emit=KIND        what to produce: tile (the verified tile IR) or gpu-ir (the
+                     per-thread IR after layout lowering, before LLVM)
+  --num-warps N      warps per program instance (power of two, default 4)
   -o PATH            write the output to PATH instead of stdout
   -I DIR             also search DIR for imported files; repeatable
   --no-opt           skip canonicalization and CSE of the tile IR
@@ -95,6 +98,13 @@ int cmdCompile(int argc, char **argv) {
                               "' (expected an integer, a float, True/False or a type)",
                           kCompileHelp);
       opts.constexprs[name] = *cv;
+    } else if (value("--num-warps", v)) {
+      char *end = nullptr;
+      long n = std::strtol(v.c_str(), &end, 10);
+      if (!end || *end || n < 1 || n > 32 || (n & (n - 1)))
+        return usageError("--num-warps must be a power of two from 1 to 32, got '" + v + "'",
+                          kCompileHelp);
+      opts.numWarps = int(n);
     } else if (a == "--no-opt") {
       opts.optimize = false;
     } else if (a == "--kernel" || a == "--emit" || a == "-o" || a == "-I" || a == "-D") {
@@ -109,9 +119,10 @@ int cmdCompile(int argc, char **argv) {
   }
   if (file.empty())
     return usageError("no input file", kCompileHelp);
-  if (emit != "tile")
-    return usageError("unknown --emit kind '" + emit + "' (this build supports: tile)",
+  if (emit != "tile" && emit != "gpu-ir")
+    return usageError("unknown --emit kind '" + emit + "' (this build supports: tile, gpu-ir)",
                       kCompileHelp);
+  opts.lowerToGPU = emit == "gpu-ir";
 
   tessera::CompileResult r = tessera::compileFile(file, kernel, opts);
   if (!r.ok) {
@@ -119,13 +130,13 @@ int cmdCompile(int argc, char **argv) {
     return kInputError;
   }
   if (out.empty() || out == "-") {
-    std::cout << r.tileIR;
+    std::cout << (opts.lowerToGPU ? r.gpuIR : r.tileIR);
     return kOk;
   }
   std::string tmp = out + ".tmp";
   {
     std::ofstream f(tmp, std::ios::binary);
-    f << r.tileIR;
+    f << (opts.lowerToGPU ? r.gpuIR : r.tileIR);
     if (!f.good()) {
       std::cerr << "tessera: error: cannot write '" << out << "'\n";
       return kIoError;

@@ -187,7 +187,9 @@ def Tile_PtrToIntOp : Tile_Op<"ptr_to_int", [Pure]> {
 def Tile_HintOp : Tile_Op<"hint", [Pure, AllTypesMatch<["src", "result"]>]> {
   let summary = "promise divisibility / contiguity facts about a value";
   let description = [{
-    `divisibility[d]`: every element along dimension d is a multiple of that value.
+    Same meaning as the axis-info analysis (and Triton's hints):
+    `divisibility[d]`: the first element of every contiguous run along dimension d
+    is a multiple of that value (bytes for pointers are derived from elements).
     `contiguity[d]`: runs of that many consecutive elements along d differ by 1.
     The axis-info analysis trusts these facts to vectorize memory accesses.
   }];

@@ -19,6 +19,10 @@ struct CompileOptions {
   std::vector<std::string> importPaths;
   /// Run canonicalize + CSE after IR generation.
   bool optimize = true;
+  /// Also lower to per-thread GPU IR (CompileResult::gpuIR).
+  bool lowerToGPU = false;
+  /// Warps per program instance on the GPU (a power of two, 1..32).
+  int numWarps = 4;
 };
 
 struct CompileResult {
@@ -29,6 +33,9 @@ struct CompileResult {
   std::string tileIR;
   /// One entry per kernel compiled, in source order.
   std::vector<KernelSignature> kernels;
+  /// With CompileOptions::lowerToGPU: the module after lowering to scalar
+  /// arith/scf plus the llvm and nvvm dialects.
+  std::string gpuIR;
 };
 
 /// Compiles kernel `kernel` (every kernel in the file when empty) of `path`.
