@@ -732,6 +732,9 @@ SemValue IRGen::callBuiltin(const std::string &name, const Expr &call, std::vect
     if (!x.ok())
       return x;
     bool ptrs = x.isRuntime() && y.isRuntime() && x.type.elem.isPointer() && x.type.elem == y.type.elem;
+    if (x.isRuntime() && y.isRuntime() && x.type.elem.isPointer() && y.type.elem.isPointer() && !ptrs)
+      return fail(L, "where() needs two pointers of the same type, got " + x.type.elem.str() +
+                         " and " + y.type.elem.str());
     if (!ptrs && !unify(x, y, L, "where"))
       return SemValue::invalid();
     if (!broadcastAll({&c, &x, &y}))

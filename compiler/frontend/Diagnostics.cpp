@@ -70,8 +70,13 @@ static void renderOne(const SourceManager &sm, std::ostringstream &os, Loc loc,
   std::string line = sm.lineText(loc);
   os << "    " << line << "\n    ";
   // Keep tabs so the caret lines up with the source as the terminal shows it.
-  for (uint32_t i = 1; i < loc.col && i - 1 < line.size(); ++i)
-    os << (line[i - 1] == '\t' ? '\t' : ' ');
+  // Columns count bytes; a UTF-8 continuation byte takes no extra screen column.
+  for (uint32_t i = 1; i < loc.col && i - 1 < line.size(); ++i) {
+    unsigned char ch = static_cast<unsigned char>(line[i - 1]);
+    if ((ch & 0xC0) == 0x80)
+      continue;
+    os << (ch == '\t' ? '\t' : ' ');
+  }
   os << "^\n";
 }
 

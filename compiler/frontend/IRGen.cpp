@@ -10,6 +10,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include <cctype>
 #include <cmath>
 #include <limits>
 
@@ -341,7 +342,11 @@ SemValue IRGen::broadcastTo(const SemValue &v0, const std::vector<int64_t> &shap
   return SemValue::ofRuntime(x, TileType{v.type.elem, shape});
 }
 
-bool IRGen::unify(SemValue &a, SemValue &b, Loc l, const char *what) {
+bool IRGen::unify(SemValue &a, SemValue &b, Loc l, const char *what, Loc la, Loc lb) {
+  if (!la.valid())
+    la = l;
+  if (!lb.valid())
+    lb = l;
   for (SemValue *v : {&a, &b})
     if (!v->isConst() && !v->isRuntime()) {
       fail(l, std::string("operator '") + what + "' cannot be applied to " + v->describe());
@@ -365,10 +370,10 @@ bool IRGen::unify(SemValue &a, SemValue &b, Loc l, const char *what) {
     fail(l, std::string("operator '") + what + "' is not defined for pointers");
     return false;
   }
-  a = castTo(a, common, l);
+  a = castTo(a, common, la);
   if (!a.ok())
     return false;
-  b = castTo(b, common, l);
+  b = castTo(b, common, lb);
   if (!b.ok())
     return false;
   auto shape = broadcastShapes(a.type.shape, b.type.shape, l);
@@ -480,6 +485,9 @@ bool IRGen::genKernel(ModuleOp module, const ModuleInfo &mod, const FunctionDef 
                it != frame().vars.end() && it->second.kind == SemValue::DTypeV) {
       t = it->second.dtype;
       t.pointerDepth += p.annot.pointerDepth;
+    } else if (auto it = frame().vars.find(p.annot.name); it != frame().vars.end()) {
+      fail(p.annot.loc, "'" + p.annot.name + "' is " + it->second.describe() + ", not a type");
+      return false;
     } else {
       fail(p.annot.loc, "unknown type '" + p.annot.name + "'");
       return false;
@@ -746,8 +754,9 @@ bool IRGen::genIf(const Stmt &s) {
         mine = castTo(mine, common, s.loc);
         if (mine.ok())
           mine = broadcastTo(mine, shape, s.loc);
-      } else if (mine.type.elem != common && !mine.type.elem.isPointer()) {
-        mine = castTo(mine, common, s.loc);
+      } else if (!(tv.isRuntime() && ev.isRuntime()) && mine.type.elem != common &&
+                 !mine.type.elem.isPointer()) {
+        mine = castTo(mine, common, s.loc); // an int side meeting a float constant
       }
       if (!mine.ok())
         return false;
@@ -1117,8 +1126,14 @@ SemValue IRGen::genName(const Expr &e) {
   // Suggest the closest visible name.
   std::string best;
   size_t bestD = 3;
+  auto lower = [](std::string x) {
+    for (char &ch : x)
+      ch = char(std::tolower(static_cast<unsigned char>(ch)));
+    return x;
+  };
   auto consider = [&](const std::string &cand) {
-    size_t d = editDistance(e.str, cand);
+    // Same name in another case beats any other near miss.
+    size_t d = lower(cand) == lower(e.str) ? 0 : editDistance(e.str, cand);
     if (d < bestD && d < std::max<size_t>(2, e.str.size() / 2)) {
       bestD = d;
       best = cand;
@@ -1127,7 +1142,8 @@ SemValue IRGen::genName(const Expr &e) {
   for (auto &[n, v] : frame().vars)
     consider(n);
   for (auto &[n, v] : frame().module->functions)
-    consider(n);
+    if (!hasDecorator(*v, "kernel"))
+      consider(n);
   for (auto &[n, v] : frame().module->globals)
     consider(n);
   for (auto &[n, v] : frame().module->imports)
@@ -1234,7 +1250,7 @@ SemValue IRGen::genBinary(const Expr &e) {
   SemValue b = genExpr(*e.operands[1]);
   if (!b.ok())
     return b;
-  return binary(e.binOp, a, b, e.loc);
+  return binary(e.binOp, a, b, e.loc, startLoc(*e.operands[0]), startLoc(*e.operands[1]));
 }
 
 static std::optional<double> asDouble(const SemValue &v) {
@@ -1334,7 +1350,8 @@ SemValue IRGen::constBinary(BinOp op, const SemValue &a0, const SemValue &b0, Lo
   }
 }
 
-SemValue IRGen::binary(BinOp op, const SemValue &lhs, const SemValue &rhs, Loc l) {
+SemValue IRGen::binary(BinOp op, const SemValue &lhs, const SemValue &rhs, Loc l, Loc la,
+                       Loc lb) {
   if (!lhs.isRuntime() && !rhs.isRuntime())
     return constBinary(op, lhs, rhs, l);
   for (const SemValue *v : {&lhs, &rhs})
@@ -1398,7 +1415,7 @@ SemValue IRGen::binary(BinOp op, const SemValue &lhs, const SemValue &rhs, Loc l
         return SemValue::invalid();
     }
   }
-  if (!unify(a, b, l, spelling(op)))
+  if (!unify(a, b, l, spelling(op), la, lb))
     return SemValue::invalid();
   DType t = a.type.elem;
   bool fp = isFloat(t.scalar), uns = isUnsigned(t.scalar);

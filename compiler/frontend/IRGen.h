@@ -49,9 +49,11 @@ public:
   std::optional<std::vector<int64_t>> broadcastShapes(const std::vector<int64_t> &a,
                                                       const std::vector<int64_t> &b, Loc l);
   SemValue constant(DType d, const std::vector<int64_t> &shape, double fv, int64_t iv, Loc l);
-  SemValue binary(BinOp op, const SemValue &lhs, const SemValue &rhs, Loc l);
+  /// `la`/`lb` locate the operands for errors about one of them (default: `l`).
+  SemValue binary(BinOp op, const SemValue &lhs, const SemValue &rhs, Loc l, Loc la = {},
+                  Loc lb = {});
   /// Bring two operands to a common element type and shape (NumPy rules).
-  bool unify(SemValue &a, SemValue &b, Loc l, const char *what);
+  bool unify(SemValue &a, SemValue &b, Loc l, const char *what, Loc la = {}, Loc lb = {});
   bool checkTileShape(const std::vector<int64_t> &shape, Loc l);
   std::optional<std::vector<int64_t>> shapeArg(const Arg &a, const char *fn);
   std::optional<int64_t> intArg(const Arg &a, const char *fn, const char *what);

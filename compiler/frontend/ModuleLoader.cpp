@@ -1,5 +1,6 @@
 #include "ModuleLoader.h"
 
+#include <algorithm>
 #include <filesystem>
 
 namespace fs = std::filesystem;
@@ -59,40 +60,42 @@ const ModuleInfo *ModuleLoader::load(uint32_t file, const std::string &path, int
   modules_.push_back(std::move(info));
   byPath_[key] = self;
 
-  auto defined = [&](const std::string &name) -> Loc {
-    if (auto it = self->functions.find(name); it != self->functions.end())
-      return it->second->nameLoc;
-    if (auto it = self->globals.find(name); it != self->globals.end())
-      return it->second->loc;
-    if (auto it = self->imports.find(name); it != self->imports.end())
-      return it->second.loc;
-    return Loc{};
-  };
-  auto redefinition = [&](Loc at, const std::string &name, Loc prev) {
-    diags_.error(at, "'" + name + "' is already defined in this file");
-    diags_.note(prev, "previous definition is here");
-  };
-
-  // Index this file's own definitions first so that import cycles resolve.
-  for (const auto &fn : self->ast->functions) {
+  for (const auto &fn : self->ast->functions)
     for (const Decorator &d : fn->decorators)
       if (d.name != "kernel" && d.name != "func") {
         diags_.error(d.loc, "unknown decorator '@" + d.name + "'; expected @kernel or @func");
         return nullptr;
       }
-    if (Loc prev = defined(fn->name); prev.valid()) {
-      redefinition(fn->nameLoc, fn->name, prev);
+  // Every top-level name, in source order: a redefinition is reported at the later one.
+  struct Def {
+    Loc loc;
+    std::string name;
+  };
+  std::vector<Def> defs;
+  for (const auto &fn : self->ast->functions)
+    defs.push_back({fn->nameLoc, fn->name});
+  for (const GlobalConst &g : self->ast->globals)
+    defs.push_back({g.loc, g.name});
+  for (const ImportDecl &imp : self->ast->imports)
+    for (const ImportName &n : imp.names)
+      defs.push_back({n.loc, n.alias.empty() ? n.name : n.alias});
+  std::stable_sort(defs.begin(), defs.end(), [](const Def &a, const Def &b) {
+    return a.loc.line != b.loc.line ? a.loc.line < b.loc.line : a.loc.col < b.loc.col;
+  });
+  std::map<std::string, Loc> first;
+  for (const Def &d : defs) {
+    auto [it, inserted] = first.emplace(d.name, d.loc);
+    if (!inserted) {
+      diags_.error(d.loc, "'" + d.name + "' is already defined in this file");
+      diags_.note(it->second, "previous definition is here");
       return nullptr;
     }
+  }
+  // Index this file's own definitions first so that import cycles resolve.
+  for (const auto &fn : self->ast->functions)
     self->functions[fn->name] = fn.get();
-  }
-  for (const GlobalConst &g : self->ast->globals) {
-    if (Loc prev = defined(g.name); prev.valid()) {
-      redefinition(g.loc, g.name, prev);
-      return nullptr;
-    }
+  for (const GlobalConst &g : self->ast->globals)
     self->globals[g.name] = &g;
-  }
   for (const ImportDecl &imp : self->ast->imports) {
     if (depth > 32) {
       diags_.error(imp.loc, "imports are nested more than 32 levels deep");
@@ -116,14 +119,8 @@ const ModuleInfo *ModuleLoader::load(uint32_t file, const std::string &path, int
       if (!dep)
         return nullptr;
     }
-    for (const ImportName &n : imp.names) {
-      const std::string &local = n.alias.empty() ? n.name : n.alias;
-      if (Loc prev = defined(local); prev.valid()) {
-        redefinition(n.loc, local, prev);
-        return nullptr;
-      }
-      self->imports[local] = ImportedName{dep, n.name, n.loc};
-    }
+    for (const ImportName &n : imp.names)
+      self->imports[n.alias.empty() ? n.name : n.alias] = ImportedName{dep, n.name, n.loc};
   }
   // Imported names must exist; checked once the imported module is complete.
   for (auto &[local, imp] : self->imports) {
