@@ -42,10 +42,7 @@ std::shared_ptr<Backend> createBackend(int ordinal) {
       std::lock_guard<std::mutex> lock(factoryMutex());
       factory = interpreterFactory();
     }
-    if (!factory)
-      throw Error("TESSERA_INTERPRET is set, but this build of Tessera has no CPU interpreter "
-                  "backend");
-    return factory(ordinal);
+    return factory ? factory(ordinal) : createInterpreterBackend(ordinal);
   }
   return createCudaBackend(ordinal);
 }

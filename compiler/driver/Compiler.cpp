@@ -136,11 +136,15 @@ static CompileResult compileImpl(const std::string &path, const std::string *tex
   r.ok = fr.ok;
   r.diagnostics = fr.diagnostics;
   r.kernels = fr.kernels;
+  r.sources = fr.sources;
   if (!fr.ok)
     return r;
   {
     llvm::raw_string_ostream os(r.tileIR);
-    fr.module->print(os);
+    OpPrintingFlags flags;
+    if (options.debugInfo)
+      flags.enableDebugInfo();
+    fr.module->print(os, flags);
   }
   if (options.lowerToGPU) {
     std::string error;
@@ -151,6 +155,9 @@ static CompileResult compileImpl(const std::string &path, const std::string *tex
       r.diagnostics = (error.empty() ? std::string("error: GPU lowering produced invalid IR") : error) + "\n";
       return r;
     }
+    for (auto fn : fr.module->getOps<func::FuncOp>())
+      if (auto attr = fn->getAttrOfType<IntegerAttr>("tessera.shared_bytes"))
+        r.sharedBytes[fn.getName().str()] = attr.getInt();
     llvm::raw_string_ostream os(r.gpuIR);
     fr.module->print(os);
   }

@@ -119,8 +119,8 @@ void AxisInfoAnalysis::visit(Operation *op) {
   }
   if (auto r = dyn_cast<tile::MakeRangeOp>(op)) {
     AxisInfo a;
-    a.contiguity = {int64_t(r.getEnd()) - int64_t(r.getStart())};
-    a.divisibility = {pow2Factor(r.getStart())};
+    a.contiguity = {int64_t(int32_t(r.getEnd())) - int64_t(int32_t(r.getStart()))};
+    a.divisibility = {pow2Factor(int32_t(r.getStart()))};
     a.constancy = {1};
     return result(a);
   }

@@ -14,7 +14,7 @@ struct LoweringOptions {
 };
 
 /// Rewrites every `tile.kernel` function of `module` in place. Each becomes a
-/// `func.func` with the `nvvm.kernel` attribute, `tessera.num_warps` and
+/// `func.func` with the `tessera.kernel` attribute, `tessera.num_warps` and
 /// `tessera.shared_bytes` (dynamic shared memory to pass at launch).
 /// Returns false and sets `error` when a kernel uses something the back end
 /// cannot lower yet.

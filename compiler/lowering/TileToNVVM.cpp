@@ -344,7 +344,7 @@ Value KernelLowering::elem(Value v, ArrayRef<Value> c, Location loc) {
       auto dense = cast<DenseElementsAttr>(cst.getValue());
       r = entryConst(cast<TypedAttr>(dense.getSplatValue<Attribute>()));
     } else if (auto mr = dyn_cast<tile::MakeRangeOp>(op)) {
-      r = mr.getStart() == 0 ? c[0] : Value(arith::AddIOp::create(b_, loc, c[0], i32c(mr.getStart(), loc)));
+      r = mr.getStart() == 0 ? c[0] : Value(arith::AddIOp::create(b_, loc, c[0], i32c(int32_t(mr.getStart()), loc)));
     } else if (auto sp = dyn_cast<tile::SplatOp>(op)) {
       r = scalarOf(sp.getSrc());
     } else if (auto bc = dyn_cast<tile::BroadcastOp>(op)) {
@@ -406,7 +406,7 @@ bool KernelLowering::run(std::string &error) {
   src_.setName(name + "__tile");
   b_.setInsertionPoint(src_);
   dst_ = func::FuncOp::create(b_, loc, name, b_.getFunctionType(argTypes, {}));
-  dst_->setAttr("nvvm.kernel", b_.getUnitAttr());
+  dst_->setAttr("tessera.kernel", b_.getUnitAttr());
   dst_->setAttr("tessera.num_warps", b_.getI32IntegerAttr(numWarps_));
   for (auto attr : {"tile.signature", "tile.constexprs"})
     if (Attribute a = src_->getAttr(attr))

@@ -23,6 +23,9 @@ struct CompileOptions {
   bool lowerToGPU = false;
   /// Warps per program instance on the GPU (a power of two, 1..32).
   int numWarps = 4;
+  /// Print CompileResult::tileIR with its source locations (`loc(...)`), so
+  /// that a consumer of the text (the interpreter) can name .tile lines.
+  bool debugInfo = false;
 };
 
 struct CompileResult {
@@ -36,6 +39,10 @@ struct CompileResult {
   /// With CompileOptions::lowerToGPU: the module after lowering to scalar
   /// arith/scf plus the llvm and nvvm dialects.
   std::string gpuIR;
+  /// With lowerToGPU: dynamic shared memory each kernel needs at launch, by name.
+  std::map<std::string, int64_t> sharedBytes;
+  /// (path, text) of the main file and every file it imports (for cache keys).
+  std::vector<std::pair<std::string, std::string>> sources;
 };
 
 /// Compiles kernel `kernel` (every kernel in the file when empty) of `path`.

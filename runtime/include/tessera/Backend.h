@@ -8,6 +8,10 @@
 // Implementing a backend: subclass Backend, then either register a factory
 // with setInterpreterBackendFactory() (picked by createBackend() when
 // TESSERA_INTERPRET is set) or hand an instance to Context(std::shared_ptr<Backend>).
+//
+// The CPU interpreter is built in: `TESSERA_INTERPRET=1` makes every default
+// Context use it, and `Context ctx(tessera::createInterpreterBackend())` asks
+// for it explicitly.
 #ifndef TESSERA_BACKEND_H
 #define TESSERA_BACKEND_H
 
@@ -44,8 +48,13 @@ struct DeviceInfo {
   size_t maxSharedMemoryPerBlockOptin = 0;
   size_t totalMemoryBytes = 0;
   int driverVersion = 0;               // 13000 for CUDA 13.0 (0 if not CUDA)
-  /// "sm_90": the target for this device's PTX/cubin (the compiler adds "a" as needed).
+  /// Set by backends that are not a CUDA device ("interp"); target() returns it.
+  std::string targetName;
+  /// "sm_90": the target for this device's PTX/cubin (the compiler adds "a" as
+  /// needed); "interp" for the CPU interpreter.
   std::string target() const {
+    if (!targetName.empty())
+      return targetName;
     return "sm_" + std::to_string(computeCapabilityMajor) + std::to_string(computeCapabilityMinor);
   }
 };
@@ -124,15 +133,24 @@ public:
 /// tessera::Error with a clear message when there is no driver or no GPU.
 std::shared_ptr<Backend> createCudaBackend(int ordinal = 0);
 
+/// The CPU interpreter backend (BackendKind::Interpreter): host memory,
+/// synchronous streams, kernels run from tile IR by the interpreter with every
+/// memory access bounds-checked against the live allocations. The same
+/// instance for as long as anyone holds it, like a device. `ordinal` only
+/// labels DeviceInfo::ordinal. Never throws for lack of a GPU.
+std::shared_ptr<Backend> createInterpreterBackend(int ordinal = 0);
+
 using BackendFactory = std::function<std::shared_ptr<Backend>(int ordinal)>;
-/// Registers the CPU interpreter; createBackend() uses it when TESSERA_INTERPRET is set.
+/// Replaces the backend createBackend() uses when TESSERA_INTERPRET is set
+/// (createInterpreterBackend by default; nullptr restores that).
 void setInterpreterBackendFactory(BackendFactory factory);
 
 /// True when TESSERA_INTERPRET is set to anything but "", "0", "false", "off" or "no".
 bool interpreterRequested();
 
 /// The backend the environment asks for: the interpreter when
-/// interpreterRequested(), CUDA otherwise.
+/// interpreterRequested() (the registered factory, else
+/// createInterpreterBackend), CUDA otherwise.
 std::shared_ptr<Backend> createBackend(int ordinal = 0);
 
 } // namespace tessera

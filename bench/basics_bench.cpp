@@ -1,0 +1,251 @@
+// Checks the basic kernels against fp64 CPU references on the GPU and measures
+// vector add and row softmax against the device-to-device copy bandwidth of
+// the same run. Writes bench/results/basics.json (or the path in argv[1]).
+//
+//   basics_bench [out.json] [commit]
+#include "tessera/JIT.h"
+#include "tessera/Runtime.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace tessera;
+
+namespace {
+std::string kernelsDir() {
+  const char *d = std::getenv("TESSERA_KERNELS_DIR");
+  return d ? d : std::string(TESSERA_SOURCE_DIR) + "/kernels_dsl";
+}
+
+double relError(const std::vector<float> &out, const std::vector<double> &ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    double d = double(out[i]) - ref[i];
+    if (std::isnan(out[i]))
+      return INFINITY;
+    num += d * d;
+    den += ref[i] * ref[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-300));
+}
+
+std::vector<float> randomVector(size_t n, std::mt19937 &rng, float lo = -1, float hi = 1) {
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = u(rng);
+  return v;
+}
+
+// Median over `reps` of the mean time of `iters` back-to-back runs, in ms.
+double timeMs(Context &ctx, const std::function<void()> &fn, int iters = 20, int reps = 7) {
+  fn(); // warm-up (module load, first-touch)
+  ctx.synchronize();
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    Event a = ctx.createEvent(), b = ctx.createEvent();
+    a.record(ctx.stream());
+    for (int i = 0; i < iters; ++i)
+      fn();
+    b.record(ctx.stream());
+    b.synchronize();
+    t.push_back(Event::elapsedMs(a, b) / iters);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+struct Check {
+  std::string name;
+  std::string shape;
+  double relErr;
+  bool pass;
+};
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string outPath = argc > 1 ? argv[1] : std::string(TESSERA_SOURCE_DIR) + "/bench/results/basics.json";
+  std::string commit = argc > 2 ? argv[2] : "unknown";
+  std::random_device rd;
+  unsigned seed = rd();
+  std::mt19937 rng(seed);
+  std::vector<Check> checks;
+  bool allPass = true;
+  try {
+    Context ctx;
+    std::cout << "device: " << ctx.deviceName() << " (" << ctx.target() << "), seed " << seed << "\n";
+    const std::string kd = kernelsDir() + "/basics/";
+    auto record = [&](const std::string &name, const std::string &shape, double err, double tol) {
+      bool pass = err < tol;
+      allPass &= pass;
+      checks.push_back({name, shape, err, pass});
+      std::printf("%-12s %-22s rel err %.3e %s\n", name.c_str(), shape.c_str(), err, pass ? "ok" : "FAIL");
+    };
+
+    // ---- correctness at ragged shapes ----
+    JitOptions w4;
+    Kernel vadd = compile(ctx, kd + "vector_add.tile", "vector_add", {{"BLOCK", int64_t(1024)}}, w4);
+    for (int n : {1, 1000, 4099, 1 << 20, (1 << 20) + 3}) {
+      auto x = randomVector(n, rng), y = randomVector(n, rng);
+      auto dx = ctx.upload(x), dy = ctx.upload(y);
+      auto dz = ctx.alloc<float>(n);
+      dz.memsetBytes(0xff); // poison: NaN everywhere
+      vadd.launch(ctx.stream(), Grid{unsigned(cdiv(n, 1024))}, dx.ptr(), dy.ptr(), dz.ptr(), int32_t(n));
+      auto z = dz.toHost();
+      std::vector<double> ref(n);
+      for (int i = 0; i < n; ++i)
+        ref[i] = double(x[i]) + double(y[i]);
+      record("vector_add", std::to_string(n), relError(z, ref), 1e-5);
+    }
+
+    JitOptions w8;
+    w8.numWarps = 8;
+    for (auto [rows, cols, block] : std::vector<std::tuple<int, int, int>>{{7, 1000, 1024}, {64, 4096, 4096}, {33, 77, 128}}) {
+      Kernel sm = compile(ctx, kd + "softmax.tile", "softmax", {{"BLOCK", int64_t(block)}}, w8);
+      auto x = randomVector(size_t(rows) * cols, rng, -5, 5);
+      auto dx = ctx.upload(x);
+      auto dy = ctx.alloc<float>(size_t(rows) * cols);
+      dy.memsetBytes(0xff);
+      sm.launch(ctx.stream(), Grid{unsigned(rows)}, dx.ptr(), dy.ptr(), int32_t(cols), int32_t(cols), int32_t(cols));
+      auto y = dy.toHost();
+      std::vector<double> ref(x.size());
+      for (int r = 0; r < rows; ++r) {
+        double m = -INFINITY, s = 0;
+        for (int c = 0; c < cols; ++c)
+          m = std::max(m, double(x[size_t(r) * cols + c]));
+        for (int c = 0; c < cols; ++c)
+          s += std::exp(double(x[size_t(r) * cols + c]) - m);
+        for (int c = 0; c < cols; ++c)
+          ref[size_t(r) * cols + c] = std::exp(double(x[size_t(r) * cols + c]) - m) / s;
+      }
+      record("softmax", std::to_string(rows) + "x" + std::to_string(cols), relError(y, ref), 1e-5);
+    }
+
+    for (auto [rows, cols] : std::vector<std::pair<int, int>>{{5, 1000}, {16, 4096}, {3, 3000}}) {
+      Kernel ln = compile(ctx, kd + "layer_norm.tile", "layer_norm_fwd", {{"BLOCK", int64_t(1024)}}, w4);
+      size_t n = size_t(rows) * cols;
+      auto x = randomVector(n, rng, -3, 3), w = randomVector(cols, rng), b = randomVector(cols, rng);
+      auto dx = ctx.upload(x), dw = ctx.upload(w), db = ctx.upload(b);
+      auto dy = ctx.alloc<float>(n), dm = ctx.alloc<float>(rows), dr = ctx.alloc<float>(rows);
+      dy.memsetBytes(0xff);
+      float eps = 1e-5f;
+      ln.launch(ctx.stream(), Grid{unsigned(rows)}, dx.ptr(), dy.ptr(), dw.ptr(), db.ptr(), dm.ptr(), dr.ptr(),
+                int32_t(cols), int32_t(cols), eps);
+      auto y = dy.toHost();
+      std::vector<double> ref(n);
+      for (int r = 0; r < rows; ++r) {
+        double mean = 0, var = 0;
+        for (int c = 0; c < cols; ++c)
+          mean += x[size_t(r) * cols + c];
+        mean /= cols;
+        for (int c = 0; c < cols; ++c)
+          var += (x[size_t(r) * cols + c] - mean) * (x[size_t(r) * cols + c] - mean);
+        var /= cols;
+        for (int c = 0; c < cols; ++c)
+          ref[size_t(r) * cols + c] = (x[size_t(r) * cols + c] - mean) / std::sqrt(var + eps) * w[c] + b[c];
+      }
+      record("layer_norm", std::to_string(rows) + "x" + std::to_string(cols), relError(y, ref), 1e-5);
+    }
+
+    Kernel mm = compile(ctx, kd + "matmul.tile", "matmul",
+                        {{"BM", int64_t(64)}, {"BN", int64_t(64)}, {"BK", int64_t(16)}, {"GROUP", int64_t(4)}}, w4);
+    for (auto [M, N, K] : std::vector<std::tuple<int, int, int>>{{64, 64, 16}, {100, 70, 33}, {257, 129, 200}}) {
+      auto a = randomVector(size_t(M) * K, rng), bm = randomVector(size_t(K) * N, rng);
+      auto da = ctx.upload(a), dbm = ctx.upload(bm);
+      auto dc = ctx.alloc<float>(size_t(M) * N);
+      dc.memsetBytes(0xff);
+      mm.launch(ctx.stream(), Grid{unsigned(cdiv(M, 64) * cdiv(N, 64))}, da.ptr(), dbm.ptr(), dc.ptr(),
+                int32_t(M), int32_t(N), int32_t(K), int32_t(K), int32_t(1), int32_t(N), int32_t(1), int32_t(N), int32_t(1));
+      auto c = dc.toHost();
+      std::vector<double> ref(size_t(M) * N, 0.0);
+      for (int i = 0; i < M; ++i)
+        for (int k = 0; k < K; ++k)
+          for (int j = 0; j < N; ++j)
+            ref[size_t(i) * N + j] += double(a[size_t(i) * K + k]) * bm[size_t(k) * N + j];
+      record("matmul_fma", std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K), relError(c, ref), 1e-5);
+    }
+
+    // ---- bandwidth ----
+    const size_t N = size_t(256) << 20; // 256M fp32
+    auto src = ctx.alloc<float>(N), dst = ctx.alloc<float>(N), third = ctx.alloc<float>(N);
+    src.memory().memset32(0x3f800000u, 0, N); // 1.0f
+    dst.memory().memset32(0x40000000u, 0, N); // 2.0f
+    double copyMs = timeMs(ctx, [&] { dst.memory().copyFrom(src.memory(), N * 4, 0, 0, ctx.stream()); });
+    double copyGBs = 2.0 * N * 4 / (copyMs * 1e6);
+    std::vector<std::pair<int, int>> vaddConfigs = {{1024, 4}, {2048, 4}, {4096, 8}, {8192, 8}};
+    double bestVaddMs = 1e30;
+    std::string bestVaddCfg;
+    for (auto [block, warps] : vaddConfigs) {
+      JitOptions o;
+      o.numWarps = warps;
+      Kernel k = compile(ctx, kd + "vector_add.tile", "vector_add", {{"BLOCK", int64_t(block)}}, o);
+      double ms = timeMs(ctx, [&] {
+        k.launch(ctx.stream(), Grid{unsigned(cdiv<size_t>(N, block))}, src.ptr(), dst.ptr(), third.ptr(), int32_t(N));
+      });
+      std::printf("vector_add BLOCK=%d warps=%d: %.3f ms, %.0f GB/s\n", block, warps, ms, 3.0 * N * 4 / (ms * 1e6));
+      if (ms < bestVaddMs) {
+        bestVaddMs = ms;
+        bestVaddCfg = "BLOCK=" + std::to_string(block) + ",num_warps=" + std::to_string(warps);
+      }
+    }
+    double vaddGBs = 3.0 * N * 4 / (bestVaddMs * 1e6);
+
+    const int rows = 32768, cols = 4096;
+    double bestSmMs = 1e30;
+    std::string bestSmCfg;
+    for (int warps : {4, 8, 16}) {
+      JitOptions o;
+      o.numWarps = warps;
+      Kernel k = compile(ctx, kd + "softmax.tile", "softmax", {{"BLOCK", int64_t(4096)}}, o);
+      double ms = timeMs(ctx, [&] {
+        k.launch(ctx.stream(), Grid{unsigned(rows)}, src.ptr(), dst.ptr(), int32_t(cols), int32_t(cols), int32_t(cols));
+      });
+      std::printf("softmax 32768x4096 warps=%d: %.3f ms, %.0f GB/s\n", warps, ms, 2.0 * rows * cols * 4 / (ms * 1e6));
+      if (ms < bestSmMs) {
+        bestSmMs = ms;
+        bestSmCfg = "BLOCK=4096,num_warps=" + std::to_string(warps);
+      }
+    }
+    double smGBs = 2.0 * rows * cols * 4 / (bestSmMs * 1e6);
+
+    std::printf("\ncopy  %.0f GB/s | vector_add %.0f GB/s = %.1f%% of copy (%s) | softmax %.0f GB/s = %.1f%% of copy (%s)\n",
+                copyGBs, vaddGBs, 100 * vaddGBs / copyGBs, bestVaddCfg.c_str(), smGBs, 100 * smGBs / copyGBs,
+                bestSmCfg.c_str());
+
+    std::time_t now = std::time(nullptr);
+    char date[64];
+    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    std::ostringstream js;
+    js << "{\n  \"benchmark\": \"basics\",\n  \"device\": \"" << ctx.deviceName() << "\",\n  \"target\": \""
+       << ctx.target() << "\",\n  \"date\": \"" << date << "\",\n  \"commit\": \"" << commit
+       << "\",\n  \"seed\": " << seed << ",\n  \"correctness\": [\n";
+    for (size_t i = 0; i < checks.size(); ++i)
+      js << "    {\"kernel\": \"" << checks[i].name << "\", \"shape\": \"" << checks[i].shape
+         << "\", \"rel_error\": " << checks[i].relErr << ", \"pass\": " << (checks[i].pass ? "true" : "false")
+         << "}" << (i + 1 < checks.size() ? "," : "") << "\n";
+    js << "  ],\n  \"bandwidth\": {\n"
+       << "    \"copy_d2d_GBps\": " << copyGBs << ",\n    \"copy_ms\": " << copyMs << ",\n"
+       << "    \"vector_add_elements\": " << N << ",\n    \"vector_add_ms\": " << bestVaddMs
+       << ",\n    \"vector_add_GBps\": " << vaddGBs << ",\n    \"vector_add_vs_copy\": " << vaddGBs / copyGBs
+       << ",\n    \"vector_add_config\": \"" << bestVaddCfg << "\",\n"
+       << "    \"softmax_shape\": \"32768x4096\",\n    \"softmax_ms\": " << bestSmMs << ",\n    \"softmax_GBps\": "
+       << smGBs << ",\n    \"softmax_vs_copy\": " << smGBs / copyGBs << ",\n    \"softmax_config\": \"" << bestSmCfg
+       << "\"\n  }\n}\n";
+    std::ofstream(outPath) << js.str();
+    std::cout << "wrote " << outPath << "\n";
+  } catch (const std::exception &e) {
+    std::cerr << "basics_bench: " << e.what() << "\n";
+    return 2;
+  }
+  return allPass ? 0 : 1;
+}

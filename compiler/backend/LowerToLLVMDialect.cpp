@@ -1,0 +1,182 @@
+#include "LowerToLLVMDialect.h"
+
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/LLVMCommon/ConversionTarget.h"
+#include "mlir/Conversion/LLVMCommon/LoweringOptions.h"
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Interfaces/DataLayoutInterfaces.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/DialectConversion.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include "llvm/ADT/StringMap.h"
+
+using namespace mlir;
+
+namespace tessera {
+namespace detail {
+
+namespace {
+
+/// Kernels found in the input: name -> threads per block (0 = unknown).
+using KernelMap = llvm::StringMap<int>;
+
+/// Reads `tessera.num_warps` (an integer attribute) from `op` into `warps`.
+LogicalResult readNumWarps(Operation *op, int &warps) {
+  Attribute a = op->getAttr(kNumWarpsAttrName);
+  if (!a)
+    return success();
+  auto ia = dyn_cast<IntegerAttr>(a);
+  if (!ia || ia.getInt() < 1 || ia.getInt() > 32)
+    return op->emitError() << "'" << kNumWarpsAttrName
+                           << "' must be an integer in [1, 32] (at most 1024 threads per block)";
+  warps = static_cast<int>(ia.getInt());
+  return success();
+}
+
+/// Finds the kernels, checks their signatures and strips the input-contract
+/// attributes (they mean nothing to the LLVM translation).
+LogicalResult collectKernels(ModuleOp module, const TargetOptions &options, KernelMap &kernels) {
+  int moduleWarps = options.numWarps;
+  if (failed(readNumWarps(module, moduleWarps)))
+    return failure();
+  module->removeAttr(kNumWarpsAttrName);
+  for (Operation &op : module.getBody()->getOperations()) {
+    auto fn = dyn_cast<FunctionOpInterface>(&op);
+    if (!fn)
+      continue;
+    // `nvvm.kernel` is only valid on llvm.func (the NVVM verifier rejects it
+    // elsewhere); on a func.func it is accepted here and removed before the
+    // module is verified.
+    bool isKernel = op.hasAttr(kKernelAttrName) ||
+                    op.hasAttr(gpu::GPUDialect::getKernelFuncAttrName()) ||
+                    op.hasAttr(NVVM::NVVMDialect::getKernelFuncAttrName());
+    if (!isKernel) {
+      if (op.hasAttr(kNumWarpsAttrName))
+        return op.emitError() << "'" << kNumWarpsAttrName << "' on a function that is not a kernel";
+      continue;
+    }
+    if (fn.isExternal())
+      return op.emitError() << "kernel '" << fn.getName() << "' has no body";
+    if (!fn.getResultTypes().empty())
+      return op.emitError() << "kernel '" << fn.getName() << "' must not return values";
+    int warps = moduleWarps;
+    if (failed(readNumWarps(&op, warps)))
+      return failure();
+    op.removeAttr(kKernelAttrName);
+    op.removeAttr(kNumWarpsAttrName);
+    op.removeAttr(gpu::GPUDialect::getKernelFuncAttrName());
+    op.removeAttr(kSharedBytesAttrName);
+    if (!isa<LLVM::LLVMFuncOp>(op))
+      op.removeAttr(NVVM::NVVMDialect::getKernelFuncAttrName());
+    kernels[fn.getName()] = warps > 0 ? warps * 32 : 0;
+  }
+  if (kernels.empty())
+    return module.emitError() << "module has no kernel: mark kernel functions with the unit "
+                                 "attribute '"
+                              << kKernelAttrName << "'";
+  return success();
+}
+
+/// arith ops that have no direct LLVM lowering are expanded first.
+LogicalResult expandArith(ModuleOp module) {
+  RewritePatternSet patterns(module.getContext());
+  arith::populateCeilFloorDivExpandOpsPatterns(patterns);
+  return applyPatternsGreedily(module, std::move(patterns));
+}
+
+/// Everything except llvm/nvvm ops goes to the llvm dialect in one full
+/// conversion, so an op without a lowering is an error naming that op.
+LogicalResult convertToLLVM(ModuleOp module) {
+  MLIRContext *ctx = module.getContext();
+  LowerToLLVMOptions llvmOptions(ctx, DataLayout(module));
+  LLVMTypeConverter converter(ctx, llvmOptions);
+  configureGpuToNVVMTypeConverter(converter);
+
+  RewritePatternSet patterns(ctx);
+  // libdevice calls outrank the generic math -> llvm.intr.* patterns: NVPTX
+  // cannot select llvm.exp/log/sin/... itself, and libdevice matches CUDA's
+  // accuracy for the rest.
+  populateLibDeviceConversionPatterns(converter, patterns, /*benefit=*/10);
+  arith::populateArithToLLVMConversionPatterns(converter, patterns);
+  populateMathToLLVMConversionPatterns(converter, patterns);
+  cf::populateControlFlowToLLVMConversionPatterns(converter, patterns);
+  populateFuncToLLVMConversionPatterns(converter, patterns);
+  index::populateIndexToLLVMConversionPatterns(converter, patterns);
+  ub::populateUBToLLVMConversionPatterns(converter, patterns);
+  populateVectorToLLVMConversionPatterns(converter, patterns);
+  populateGpuToNVVMConversionPatterns(converter, patterns);
+
+  LLVMConversionTarget target(*ctx);
+  target.addLegalDialect<NVVM::NVVMDialect>();
+  // NVPTX cannot select these intrinsics (they would become calls to libm);
+  // the math dialect's ops lower to libdevice instead.
+  target.addIllegalOp<LLVM::CosOp, LLVM::ExpOp, LLVM::Exp10Op, LLVM::LogOp, LLVM::Log10Op,
+                      LLVM::Log2Op, LLVM::PowOp, LLVM::SinOp, LLVM::TanOp>();
+  target.addLegalOp<ModuleOp>();
+  return applyFullConversion(module, target, std::move(patterns));
+}
+
+/// Marks kernels for the NVVM translation: `ptx_kernel` calling convention
+/// and the block size (`.reqntid`, which also bounds tid.x for LLVM).
+LogicalResult markKernels(ModuleOp module, const KernelMap &kernels) {
+  MLIRContext *ctx = module.getContext();
+  for (auto fn : module.getOps<LLVM::LLVMFuncOp>()) {
+    auto it = kernels.find(fn.getName());
+    if (it == kernels.end())
+      continue;
+    fn->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
+    bool hasBlockSize = fn->hasAttr(NVVM::NVVMDialect::getReqntidAttrName()) ||
+                        fn->hasAttr(NVVM::NVVMDialect::getMaxntidAttrName());
+    if (it->second > 0 && !hasBlockSize)
+      fn->setAttr(NVVM::NVVMDialect::getReqntidAttrName(),
+                  DenseI32ArrayAttr::get(ctx, {it->second}));
+  }
+  return success();
+}
+
+} // namespace
+
+LogicalResult lowerToLLVMDialect(ModuleOp module, const TargetOptions &options) {
+  MLIRContext *ctx = module.getContext();
+  ctx->loadDialect<LLVM::LLVMDialect, NVVM::NVVMDialect>();
+
+  KernelMap kernels;
+  if (failed(collectKernels(module, options, kernels)))
+    return failure();
+
+  if (failed(verify(module)))
+    return failure();
+
+  PassManager pre(ctx);
+  pre.addPass(createSCFToControlFlowPass());
+  if (failed(pre.run(module)) || failed(expandArith(module)) || failed(convertToLLVM(module)) ||
+      failed(markKernels(module, kernels)))
+    return failure();
+
+  // nvvm ops that are defined by inline PTX (no intrinsic) become
+  // llvm.inline_asm; then the casts left by the conversion fold away.
+  PassManager post(ctx);
+  post.addPass(createConvertNVVMToLLVMPass());
+  post.addPass(createReconcileUnrealizedCastsPass());
+  return post.run(module);
+}
+
+} // namespace detail
+} // namespace tessera

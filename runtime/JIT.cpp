@@ -1,0 +1,93 @@
+#include "tessera/JIT.h"
+
+#include "tessera/CodeGen.h"
+#include "tessera/Compiler.h"
+#include "tessera/Error.h"
+#include "tessera/KernelCache.h"
+
+#include <iostream>
+
+namespace tessera {
+
+namespace {
+Kernel compileImpl(Context &ctx, const std::string &path, const std::string *text,
+                   const std::string &kernel,
+                   const std::map<std::string, ConstexprValue> &constexprs,
+                   const JitOptions &options) {
+  if (kernel.empty())
+    throw Error("tessera::compile needs a kernel name");
+  bool gpu = ctx.backend().kind() == BackendKind::Cuda;
+  CompileOptions co;
+  co.constexprs = constexprs;
+  co.importPaths = options.importPaths;
+  co.lowerToGPU = gpu;
+  co.numWarps = options.numWarps;
+  // The interpreter reads the tile IR text; keep its locations so that its
+  // reports (out-of-bounds accesses) name .tile source lines.
+  co.debugInfo = !gpu;
+  CompileResult r = text ? compileSource(*text, path, kernel, co) : compileFile(path, kernel, co);
+  if (!r.ok)
+    throw Error(r.diagnostics.empty() ? "compilation of '" + kernel + "' failed" : r.diagnostics);
+  if (r.kernels.size() != 1)
+    throw Error("expected one kernel named '" + kernel + "' in " + path);
+  const KernelSignature &sig = r.kernels[0];
+  LaunchConfig config;
+  config.numWarps = unsigned(options.numWarps);
+
+  if (!gpu) { // the interpreter runs tile IR directly
+    Module m = ctx.loadModule(ModuleImage{ModuleFormat::TileIR, r.tileIR});
+    return Kernel(m.function(kernel), sig, config);
+  }
+  config.sharedMemoryBytes = size_t(r.sharedBytes[kernel]);
+  std::string target = options.arch.empty() ? ctx.target() : options.arch;
+  TargetOptions to;
+  to.arch = target;
+  to.numWarps = options.numWarps;
+  auto build = [&]() {
+    CacheEntry e;
+    std::string ptx, error;
+    if (!emitPTX(r.gpuIR, to, ptx, error, path))
+      throw Error("PTX generation for kernel '" + kernel + "' failed:\n" + error);
+    e.kernelName = kernel;
+    e.signature = sig;
+    e.target = target;
+    e.sharedMemoryBytes = config.sharedMemoryBytes;
+    e.numWarps = config.numWarps;
+    e.payloadFormat = "ptx";
+    e.payload = std::move(ptx);
+    return e;
+  };
+  std::shared_ptr<const CacheEntry> entry;
+  if (options.useCache) {
+    CacheKeyInputs in;
+    in.sources = r.sources;
+    in.kernelName = kernel;
+    in.constexprs = sig.constexprs;
+    in.options = {{"num_warps", std::to_string(options.numWarps)}, {"emit", "ptx"}};
+    in.compilerVersion = compilerVersion();
+    in.target = target;
+    CacheStatus status;
+    entry = KernelCache::global().getOrBuild(cacheKey(in), build, &status);
+    for (const std::string &w : status.warnings)
+      std::cerr << w << "\n";
+  } else {
+    entry = std::make_shared<const CacheEntry>(build());
+  }
+  Module m = ctx.loadPTX(entry->payload);
+  return Kernel(m.function(kernel), sig, config);
+}
+} // namespace
+
+Kernel compile(Context &ctx, const std::string &path, const std::string &kernel,
+               const std::map<std::string, ConstexprValue> &constexprs, const JitOptions &options) {
+  return compileImpl(ctx, path, nullptr, kernel, constexprs, options);
+}
+
+Kernel compileString(Context &ctx, const std::string &source, const std::string &virtualPath,
+                     const std::string &kernel,
+                     const std::map<std::string, ConstexprValue> &constexprs,
+                     const JitOptions &options) {
+  return compileImpl(ctx, virtualPath, &source, kernel, constexprs, options);
+}
+
+} // namespace tessera

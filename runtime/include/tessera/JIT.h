@@ -1,0 +1,47 @@
+// Just-in-time compilation of .tile kernels into launchable Kernels, through
+// the kernel cache. This is the entry point most programs need:
+//
+//   tessera::Context ctx;
+//   auto k = tessera::compile(ctx, "kernels_dsl/basics/vector_add.tile", "vector_add",
+//                             {{"BLOCK", int64_t(1024)}});
+//   k.launch(ctx.stream(), tessera::Grid{unsigned(tessera::cdiv(n, 1024))}, x, y, z, n);
+#ifndef TESSERA_JIT_H
+#define TESSERA_JIT_H
+
+#include "tessera/Context.h"
+#include "tessera/Kernel.h"
+#include "tessera/Types.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tessera {
+
+struct JitOptions {
+  /// Warps per program instance (block = 32 * numWarps threads).
+  int numWarps = 4;
+  /// NVPTX target; empty = the context's device (e.g. "sm_90").
+  std::string arch;
+  /// Extra directories for `from "x.tile" import ...`.
+  std::vector<std::string> importPaths;
+  /// Use the in-memory and on-disk kernel cache ($TESSERA_CACHE_DIR).
+  bool useCache = true;
+};
+
+/// Compiles `kernel` of the file at `path` with the given constexpr values and
+/// loads it into `ctx`. Throws tessera::Error with the rendered diagnostics
+/// (file:line:col, source line, caret) when the source has errors.
+Kernel compile(Context &ctx, const std::string &path, const std::string &kernel,
+               const std::map<std::string, ConstexprValue> &constexprs = {},
+               const JitOptions &options = {});
+
+/// Same, for source text; `virtualPath` names it in diagnostics and anchors imports.
+Kernel compileString(Context &ctx, const std::string &source, const std::string &virtualPath,
+                     const std::string &kernel,
+                     const std::map<std::string, ConstexprValue> &constexprs = {},
+                     const JitOptions &options = {});
+
+} // namespace tessera
+
+#endif
