@@ -57,10 +57,6 @@ void registerBackendDialects(DialectRegistry &registry) {
   registerNVVMDialectTranslation(registry);
 }
 
-namespace {
-
-} // namespace
-
 std::string formatLocation(Location loc) {
   auto fl = loc->findInstanceOf<FileLineColLoc>();
   if (!fl || fl.getLine() == 0)

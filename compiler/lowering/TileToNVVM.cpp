@@ -136,6 +136,38 @@ private:
   int64_t allocSmem(int64_t bytes);
   Value smemPtr(Value base, Value index, Type elemTy, Location loc);
   void barrier(Location loc) { NVVM::Barrier0Op::create(b_, loc); }
+  /// How a contiguous group of `vec` lanes may be accessed as one vector.
+  struct VectorPlan {
+    bool contiguous = false; // proven consecutive addresses
+    bool aligned = false;    // proven vec*bytes alignment (else checked at run time)
+  };
+  VectorPlan planVector(const Layout &lay, Value ptr, Type et) {
+    AxisInfo ai = axis_.get(ptr);
+    int64_t eb = byteWidth(et);
+    VectorPlan p;
+    p.contiguous = !lay.replicated && lay.vec > 1 && ai.contiguity.back() >= lay.vec &&
+                   lay.vec * eb <= 16 && !isa<LLVM::LLVMPointerType>(et);
+    p.aligned = ai.divisibility.back() >= lay.vec * eb;
+    return p;
+  }
+  /// The condition under which the vector access is taken: every lane's mask
+  /// on and, when not proven, the first address aligned. Null: always.
+  Value vectorGuard(ArrayRef<Value> masks, Value firstPtr, int64_t bytes, bool aligned,
+                    Location loc) {
+    Value cond;
+    for (Value m : masks)
+      if (m)
+        cond = cond ? Value(arith::AndIOp::create(b_, loc, cond, m)) : m;
+    if (!aligned) {
+      Value addr = LLVM::PtrToIntOp::create(b_, loc, b_.getI64Type(), firstPtr);
+      Value low = arith::AndIOp::create(
+          b_, loc, addr, arith::ConstantOp::create(b_, loc, b_.getI64IntegerAttr(bytes - 1)));
+      Value ok = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::eq, low,
+                                       arith::ConstantOp::create(b_, loc, b_.getI64IntegerAttr(0)));
+      cond = cond ? Value(arith::AndIOp::create(b_, loc, cond, ok)) : ok;
+    }
+    return cond;
+  }
   /// scf.if without results, with a terminator in every block it has.
   scf::IfOp makeIf(Value cond, bool withElse, Location loc) {
     auto ifOp = scf::IfOp::create(b_, loc, TypeRange{}, cond, true, withElse);
@@ -655,11 +687,9 @@ bool KernelLowering::lowerLoad(tile::LoadOp op) {
     return true;
   }
   Layout lay = layoutOf(rt);
-  AxisInfo ai = axis_.get(op.getPtr());
   int64_t eb = byteWidth(et);
-  bool vectorize = !lay.replicated && lay.vec > 1 && ai.contiguity.back() >= lay.vec &&
-                   ai.divisibility.back() >= lay.vec * eb && lay.vec * eb <= 16 &&
-                   !isa<LLVM::LLVMPointerType>(et);
+  VectorPlan plan = planVector(lay, op.getPtr(), et);
+  bool vectorize = plan.contiguous;
   Lowered l;
   l.kind = Lowered::Dist;
   l.type = rt;
@@ -684,15 +714,13 @@ bool KernelLowering::lowerLoad(tile::LoadOp op) {
         lanes.push_back(LLVM::ExtractElementOp::create(b_, loc, vec, i32c(v, loc)));
       return lanes;
     };
-    if (!op.getMask()) {
+    // Whole vector in bounds (and aligned): one wide load; otherwise lane by lane.
+    Value all = vectorGuard(masks, ptrs[0], lay.vec * eb, plan.aligned, loc);
+    if (!all) {
       for (Value x : vecLoad())
         l.regs.push_back(x);
       continue;
     }
-    // Whole vector in bounds: one 16-byte load; otherwise lane by lane.
-    Value all = masks[0];
-    for (int64_t v = 1; v < lay.vec; ++v)
-      all = arith::AndIOp::create(b_, loc, all, masks[v]);
     SmallVector<Type> tys(lay.vec, et);
     auto ifOp = scf::IfOp::create(b_, loc, tys, all, true, true);
     {
@@ -735,11 +763,9 @@ bool KernelLowering::lowerStore(tile::StoreOp op) {
     return true;
   }
   Layout lay = layoutOf(rt);
-  AxisInfo ai = axis_.get(op.getPtr());
   int64_t eb = byteWidth(et);
-  bool vectorize = !lay.replicated && lay.vec > 1 && ai.contiguity.back() >= lay.vec &&
-                   ai.divisibility.back() >= lay.vec * eb && lay.vec * eb <= 16 &&
-                   !isa<LLVM::LLVMPointerType>(et);
+  VectorPlan plan = planVector(lay, op.getPtr(), et);
+  bool vectorize = plan.contiguous;
   Value primary = lay.replicated ? isPrimary(lay, loc) : Value();
   for (int64_t k = 0; k < lay.slots() / lay.vec; ++k) {
     SmallVector<Value> ptrs, vals, masks;
@@ -764,13 +790,11 @@ bool KernelLowering::lowerStore(tile::StoreOp op) {
         vec = LLVM::InsertElementOp::create(b_, loc, vec, vals[v], i32c(v, loc));
       LLVM::StoreOp::create(b_, loc, vec, ptrs[0], lay.vec * eb);
     };
-    if (!op.getMask()) {
+    Value all = vectorGuard(masks, ptrs[0], lay.vec * eb, plan.aligned, loc);
+    if (!all) {
       vecStore();
       continue;
     }
-    Value all = masks[0];
-    for (int64_t v = 1; v < lay.vec; ++v)
-      all = arith::AndIOp::create(b_, loc, all, masks[v]);
     auto ifOp = makeIf(all, true, loc);
     OpBuilder::InsertionGuard g(b_);
     b_.setInsertionPointToStart(ifOp.thenBlock());
