@@ -1,4 +1,5 @@
-// Checks the basic kernels against fp64 CPU references on the GPU and measures
+// Checks the basic kernels against fp64 CPU references, on the GPU and in the CPU
+// interpreter (and the two against each other), and measures
 // vector add and row softmax against the device-to-device copy bandwidth of
 // the same run. Writes bench/results/basics.json (or the path in argv[1]).
 //
@@ -89,35 +90,38 @@ int main(int argc, char **argv) {
       bool pass = err < tol;
       allPass &= pass;
       checks.push_back({name, shape, err, pass});
-      std::printf("%-12s %-22s rel err %.3e %s\n", name.c_str(), shape.c_str(), err, pass ? "ok" : "FAIL");
+      std::printf("%-12s %-28s rel err %.3e %s\n", name.c_str(), shape.c_str(), err, pass ? "ok" : "FAIL");
     };
 
-    // ---- correctness at ragged shapes ----
-    JitOptions w4;
-    Kernel vadd = compile(ctx, kd + "vector_add.tile", "vector_add", {{"BLOCK", int64_t(1024)}}, w4);
+    // ---- correctness at ragged shapes: GPU and CPU interpreter vs fp64, and vs each other ----
+    Context interp(createInterpreterBackend());
+    auto compare = [&](const std::string &name, const std::string &shape,
+                       const std::function<std::vector<float>(Context &)> &run, const std::vector<double> &ref) {
+      std::vector<float> gpu = run(ctx), cpu = run(interp);
+      record(name, shape + " gpu", relError(gpu, ref), 1e-5);
+      record(name, shape + " interp", relError(cpu, ref), 1e-5);
+      std::vector<double> cpuD(cpu.begin(), cpu.end());
+      record(name, shape + " gpu~interp", relError(gpu, cpuD), 1e-5);
+    };
     for (int n : {1, 1000, 4099, 1 << 20, (1 << 20) + 3}) {
       auto x = randomVector(n, rng), y = randomVector(n, rng);
-      auto dx = ctx.upload(x), dy = ctx.upload(y);
-      auto dz = ctx.alloc<float>(n);
-      dz.memsetBytes(0xff); // poison: NaN everywhere
-      vadd.launch(ctx.stream(), Grid{unsigned(cdiv(n, 1024))}, dx.ptr(), dy.ptr(), dz.ptr(), int32_t(n));
-      auto z = dz.toHost();
       std::vector<double> ref(n);
       for (int i = 0; i < n; ++i)
         ref[i] = double(x[i]) + double(y[i]);
-      record("vector_add", std::to_string(n), relError(z, ref), 1e-5);
+      compare("vector_add", std::to_string(n), [&](Context &c) {
+        Kernel vadd = compile(c, kd + "vector_add.tile", "vector_add", {{"BLOCK", int64_t(1024)}});
+        auto dx = c.upload(x), dy = c.upload(y);
+        auto dz = c.alloc<float>(n);
+        dz.memsetBytes(0xff); // poison: NaN everywhere
+        vadd.launch(c.stream(), Grid{unsigned(cdiv(n, 1024))}, dx.ptr(), dy.ptr(), dz.ptr(), int32_t(n));
+        return dz.toHost();
+      }, ref);
     }
 
     JitOptions w8;
     w8.numWarps = 8;
     for (auto [rows, cols, block] : std::vector<std::tuple<int, int, int>>{{7, 1000, 1024}, {64, 4096, 4096}, {33, 77, 128}}) {
-      Kernel sm = compile(ctx, kd + "softmax.tile", "softmax", {{"BLOCK", int64_t(block)}}, w8);
       auto x = randomVector(size_t(rows) * cols, rng, -5, 5);
-      auto dx = ctx.upload(x);
-      auto dy = ctx.alloc<float>(size_t(rows) * cols);
-      dy.memsetBytes(0xff);
-      sm.launch(ctx.stream(), Grid{unsigned(rows)}, dx.ptr(), dy.ptr(), int32_t(cols), int32_t(cols), int32_t(cols));
-      auto y = dy.toHost();
       std::vector<double> ref(x.size());
       for (int r = 0; r < rows; ++r) {
         double m = -INFINITY, s = 0;
@@ -128,20 +132,20 @@ int main(int argc, char **argv) {
         for (int c = 0; c < cols; ++c)
           ref[size_t(r) * cols + c] = std::exp(double(x[size_t(r) * cols + c]) - m) / s;
       }
-      record("softmax", std::to_string(rows) + "x" + std::to_string(cols), relError(y, ref), 1e-5);
+      compare("softmax", std::to_string(rows) + "x" + std::to_string(cols), [&](Context &c) {
+        Kernel sm = compile(c, kd + "softmax.tile", "softmax", {{"BLOCK", int64_t(block)}}, w8);
+        auto dx = c.upload(x);
+        auto dy = c.alloc<float>(size_t(rows) * cols);
+        dy.memsetBytes(0xff);
+        sm.launch(c.stream(), Grid{unsigned(rows)}, dx.ptr(), dy.ptr(), int32_t(cols), int32_t(cols), int32_t(cols));
+        return dy.toHost();
+      }, ref);
     }
 
     for (auto [rows, cols] : std::vector<std::pair<int, int>>{{5, 1000}, {16, 4096}, {3, 3000}}) {
-      Kernel ln = compile(ctx, kd + "layer_norm.tile", "layer_norm_fwd", {{"BLOCK", int64_t(1024)}}, w4);
       size_t n = size_t(rows) * cols;
       auto x = randomVector(n, rng, -3, 3), w = randomVector(cols, rng), b = randomVector(cols, rng);
-      auto dx = ctx.upload(x), dw = ctx.upload(w), db = ctx.upload(b);
-      auto dy = ctx.alloc<float>(n), dm = ctx.alloc<float>(rows), dr = ctx.alloc<float>(rows);
-      dy.memsetBytes(0xff);
       float eps = 1e-5f;
-      ln.launch(ctx.stream(), Grid{unsigned(rows)}, dx.ptr(), dy.ptr(), dw.ptr(), db.ptr(), dm.ptr(), dr.ptr(),
-                int32_t(cols), int32_t(cols), eps);
-      auto y = dy.toHost();
       std::vector<double> ref(n);
       for (int r = 0; r < rows; ++r) {
         double mean = 0, var = 0;
@@ -154,25 +158,34 @@ int main(int argc, char **argv) {
         for (int c = 0; c < cols; ++c)
           ref[size_t(r) * cols + c] = (x[size_t(r) * cols + c] - mean) / std::sqrt(var + eps) * w[c] + b[c];
       }
-      record("layer_norm", std::to_string(rows) + "x" + std::to_string(cols), relError(y, ref), 1e-5);
+      compare("layer_norm", std::to_string(rows) + "x" + std::to_string(cols), [&](Context &c) {
+        Kernel ln = compile(c, kd + "layer_norm.tile", "layer_norm_fwd", {{"BLOCK", int64_t(1024)}});
+        auto dx = c.upload(x), dw = c.upload(w), db = c.upload(b);
+        auto dy = c.alloc<float>(n), dm = c.alloc<float>(rows), dr = c.alloc<float>(rows);
+        dy.memsetBytes(0xff);
+        ln.launch(c.stream(), Grid{unsigned(rows)}, dx.ptr(), dy.ptr(), dw.ptr(), db.ptr(), dm.ptr(), dr.ptr(),
+                  int32_t(cols), int32_t(cols), eps);
+        return dy.toHost();
+      }, ref);
     }
 
-    Kernel mm = compile(ctx, kd + "matmul.tile", "matmul",
-                        {{"BM", int64_t(64)}, {"BN", int64_t(64)}, {"BK", int64_t(16)}, {"GROUP", int64_t(4)}}, w4);
     for (auto [M, N, K] : std::vector<std::tuple<int, int, int>>{{64, 64, 16}, {100, 70, 33}, {257, 129, 200}}) {
       auto a = randomVector(size_t(M) * K, rng), bm = randomVector(size_t(K) * N, rng);
-      auto da = ctx.upload(a), dbm = ctx.upload(bm);
-      auto dc = ctx.alloc<float>(size_t(M) * N);
-      dc.memsetBytes(0xff);
-      mm.launch(ctx.stream(), Grid{unsigned(cdiv(M, 64) * cdiv(N, 64))}, da.ptr(), dbm.ptr(), dc.ptr(),
-                int32_t(M), int32_t(N), int32_t(K), int32_t(K), int32_t(1), int32_t(N), int32_t(1), int32_t(N), int32_t(1));
-      auto c = dc.toHost();
       std::vector<double> ref(size_t(M) * N, 0.0);
       for (int i = 0; i < M; ++i)
         for (int k = 0; k < K; ++k)
           for (int j = 0; j < N; ++j)
             ref[size_t(i) * N + j] += double(a[size_t(i) * K + k]) * bm[size_t(k) * N + j];
-      record("matmul_fma", std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K), relError(c, ref), 1e-5);
+      compare("matmul_fma", std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K), [&](Context &c) {
+        Kernel mm = compile(c, kd + "matmul.tile", "matmul",
+                            {{"BM", int64_t(64)}, {"BN", int64_t(64)}, {"BK", int64_t(16)}, {"GROUP", int64_t(4)}});
+        auto da = c.upload(a), dbm = c.upload(bm);
+        auto dc = c.alloc<float>(size_t(M) * N);
+        dc.memsetBytes(0xff);
+        mm.launch(c.stream(), Grid{unsigned(cdiv(M, 64) * cdiv(N, 64))}, da.ptr(), dbm.ptr(), dc.ptr(), int32_t(M),
+                  int32_t(N), int32_t(K), int32_t(K), int32_t(1), int32_t(N), int32_t(1), int32_t(N), int32_t(1));
+        return dc.toHost();
+      }, ref);
     }
 
     // ---- bandwidth ----

@@ -190,6 +190,7 @@ private:
   bool lowerStore(tile::StoreOp op);
   bool lowerAtomic(Operation *op);
   bool lowerDot(tile::DotOp op);
+  bool lowerPrint(tile::PrintOp op);
   bool lowerReduce(tile::ReduceOp op);
   bool lowerFor(scf::ForOp op);
   bool lowerIf(scf::IfOp op);
@@ -212,6 +213,7 @@ private:
   Value tid_;
   LLVM::GlobalOp smemGlobal_;
   int64_t smemUsed_ = 0;
+  int printCount_ = 0;
   DenseMap<Value, Lowered> vals_;
   DenseMap<Value, int64_t> smemOffsets_;
   std::map<std::pair<std::vector<int64_t>, int64_t>, SmallVector<Value>> coordCache_;
@@ -580,8 +582,8 @@ bool KernelLowering::lowerOp(Operation *op) {
     func::ReturnOp::create(b_, loc);
     return true;
   }
-  if (isa<tile::PrintOp>(op))
-    return fail(op, "device_print is not supported by the GPU back end yet; use the interpreter");
+  if (auto pr = dyn_cast<tile::PrintOp>(op))
+    return lowerPrint(pr);
   if (isElementwise(op))
     return lowerElementwise(op);
   return fail(op, "the GPU back end cannot lower '" + op->getName().getStringRef().str() + "'");
@@ -891,6 +893,106 @@ bool KernelLowering::lowerAtomic(Operation *op) {
     broadcastFrom(l.regs[0], primary, 0, smemPtr(base, flat, et, loc));
     barrier(loc);
     vals_[res].regs[0] = LLVM::LoadOp::create(b_, loc, et, smemPtr(base, flat, et, loc));
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// device_print: one vprintf per owned element, by the primary owner
+//===----------------------------------------------------------------------===//
+
+bool KernelLowering::lowerPrint(tile::PrintOp op) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = b_.getContext();
+  RankedTensorType shapeTy;
+  for (Value a : op.getArgs())
+    if (auto rt = dyn_cast<RankedTensorType>(a.getType())) {
+      if (shapeTy && shapeTy.getShape() != rt.getShape())
+        return fail(op, "device_print of tiles with different shapes is not supported on the GPU");
+      shapeTy = rt;
+    }
+  // Format: "pid (x, y, z) idx (i, j): <prefix> v0 v1 ...\n"; floats print as %f of a double.
+  std::string fmt = "pid (%d, %d, %d)";
+  if (shapeTy) {
+    fmt += " idx (";
+    for (int64_t d = 0; d < shapeTy.getRank(); ++d)
+      fmt += d ? ", %d" : "%d";
+    fmt += ")";
+  }
+  fmt += ": " + op.getPrefix().str();
+  for (Value a : op.getArgs()) {
+    Type et = getElementTypeOrSelf(a.getType());
+    fmt += isa<FloatType>(et) ? " %f" : isa<tile::PtrType>(et) ? " %p" : et.getIntOrFloatBitWidth() > 32 ? " %lld" : " %d";
+  }
+  fmt += "\n";
+  fmt.push_back('\0');
+  std::string sym = "__tessera_fmt_" + dst_.getName().str() + "_" + std::to_string(printCount_++);
+  auto ptr0 = LLVM::LLVMPointerType::get(ctx);
+  {
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointToStart(module_.getBody());
+    auto arrTy = LLVM::LLVMArrayType::get(b_.getI8Type(), fmt.size());
+    LLVM::GlobalOp::create(b_, loc, arrTy, /*isConstant=*/true, LLVM::Linkage::Internal, sym,
+                           b_.getStringAttr(fmt));
+    if (!module_.lookupSymbol<LLVM::LLVMFuncOp>("vprintf"))
+      LLVM::LLVMFuncOp::create(b_, loc, "vprintf",
+                               LLVM::LLVMFunctionType::get(b_.getI32Type(), {ptr0, ptr0}));
+  }
+  auto emitOne = [&](ArrayRef<Value> values) {
+    SmallVector<Type> fields;
+    SmallVector<Value> promoted;
+    for (Value v : values) {
+      Value p = v;
+      if (isa<FloatType>(v.getType()))
+        p = v.getType().isF64() ? v : Value(arith::ExtFOp::create(b_, loc, b_.getF64Type(), v));
+      else if (v.getType().isInteger() && v.getType().getIntOrFloatBitWidth() < 32)
+        p = arith::ExtSIOp::create(b_, loc, b_.getI32Type(), v);
+      else if (isa<LLVM::LLVMPointerType>(v.getType()))
+        p = LLVM::AddrSpaceCastOp::create(b_, loc, ptr0, v);
+      fields.push_back(p.getType());
+      promoted.push_back(p);
+    }
+    auto structTy = LLVM::LLVMStructType::getLiteral(ctx, fields);
+    Value one = arith::ConstantOp::create(b_, loc, b_.getI64IntegerAttr(1));
+    Value buf = LLVM::AllocaOp::create(b_, loc, ptr0, structTy, one, 8);
+    for (size_t i = 0; i < promoted.size(); ++i) {
+      Value f = LLVM::GEPOp::create(b_, loc, ptr0, structTy, buf,
+                                    ArrayRef<LLVM::GEPArg>{0, int32_t(i)});
+      LLVM::StoreOp::create(b_, loc, promoted[i], f);
+    }
+    Value fmtPtr = LLVM::AddressOfOp::create(b_, loc, ptr0, sym);
+    LLVM::CallOp::create(b_, loc, TypeRange{b_.getI32Type()}, "vprintf", ValueRange{fmtPtr, buf});
+  };
+  SmallVector<Value> pid{NVVM::BlockIdXOp::create(b_, loc, b_.getI32Type()),
+                         NVVM::BlockIdYOp::create(b_, loc, b_.getI32Type()),
+                         NVVM::BlockIdZOp::create(b_, loc, b_.getI32Type())};
+  if (!shapeTy) { // scalars: thread 0 prints once
+    Value first = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::eq, tid_, i32c(0, loc));
+    auto ifOp = makeIf(first, false, loc);
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+    SmallVector<Value> vals(pid);
+    for (Value a : op.getArgs())
+      vals.push_back(scalarOf(a));
+    emitOne(vals);
+    return true;
+  }
+  Layout lay = layoutOf(shapeTy);
+  Value primary = lay.replicated ? isPrimary(lay, loc) : Value();
+  for (int64_t s = 0; s < lay.slots(); ++s) {
+    SmallVector<Value> vals(pid);
+    for (Value c : coords(lay, s))
+      vals.push_back(c);
+    for (Value a : op.getArgs())
+      vals.push_back(isa<RankedTensorType>(a.getType()) ? atSlot(a, lay, s, loc) : scalarOf(a));
+    if (primary) {
+      auto ifOp = makeIf(primary, false, loc);
+      OpBuilder::InsertionGuard g(b_);
+      b_.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+      emitOne(vals);
+    } else {
+      emitOne(vals);
+    }
   }
   return true;
 }
