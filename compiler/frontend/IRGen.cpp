@@ -794,6 +794,28 @@ bool IRGen::genIf(const Stmt &s) {
   return true;
 }
 
+bool IRGen::carriedYields(const std::vector<std::string> &carried,
+                          const std::vector<TileType> &types, Loc l, std::vector<Value> &yields) {
+  for (size_t i = 0; i < carried.size(); ++i) {
+    SemValue v = frame().vars.at(carried[i]);
+    if (v.isConst()) { // a constant assigned in the body takes the carried type
+      v = castTo(v, types[i].elem, l);
+      if (v.ok())
+        v = broadcastTo(v, types[i].shape, l);
+      if (!v.ok())
+        return false;
+    }
+    if (!v.isRuntime() || v.type != types[i]) {
+      fail(l, "loop-carried variable '" + carried[i] + "' changes type inside the loop: " +
+                  types[i].str() + " before the loop, " +
+                  (v.isRuntime() ? v.type.str() : v.describe()) + " after an iteration");
+      return false;
+    }
+    yields.push_back(v.value);
+  }
+  return true;
+}
+
 bool IRGen::genFor(const Stmt &s) {
   const Expr &target = *s.targets[0];
   if (target.kind != ExprKind::Name) {
@@ -910,23 +932,8 @@ bool IRGen::genFor(const Stmt &s) {
     return false;
   frame().runtimeControlDepth--;
   std::vector<Value> yields;
-  for (size_t i = 0; i < carried.size(); ++i) {
-    SemValue v = frame().vars.at(carried[i]);
-    if (v.isConst()) {
-      v = castTo(v, types[i].elem, s.loc);
-      if (v.ok())
-        v = broadcastTo(v, types[i].shape, s.loc);
-      if (!v.ok())
-        return false;
-    }
-    if (!v.isRuntime() || v.type != types[i]) {
-      fail(s.loc, "loop-carried variable '" + carried[i] + "' changes type inside the loop: " +
-                      types[i].str() + " before the loop, " +
-                      (v.isRuntime() ? v.type.str() : v.describe()) + " after an iteration");
-      return false;
-    }
-    yields.push_back(v.value);
-  }
+  if (!carriedYields(carried, types, s.loc, yields))
+    return false;
   // Non-numeric values (types, strings, tuples) cannot be carried: they must not change.
   for (const std::string &name : assigned) {
     auto it = before.find(name);
@@ -996,23 +1003,8 @@ bool IRGen::genWhile(const Stmt &s) {
     return false;
   frame().runtimeControlDepth--;
   std::vector<Value> yields;
-  for (size_t i = 0; i < carried.size(); ++i) {
-    SemValue v = frame().vars.at(carried[i]);
-    if (v.isConst()) {
-      v = castTo(v, types[i].elem, s.loc);
-      if (v.ok())
-        v = broadcastTo(v, types[i].shape, s.loc);
-      if (!v.ok())
-        return false;
-    }
-    if (!v.isRuntime() || v.type != types[i]) {
-      fail(s.loc, "loop-carried variable '" + carried[i] + "' changes type inside the loop: " +
-                      types[i].str() + " before the loop, " +
-                      (v.isRuntime() ? v.type.str() : v.describe()) + " after an iteration");
-      return false;
-    }
-    yields.push_back(v.value);
-  }
+  if (!carriedYields(carried, types, s.loc, yields))
+    return false;
   scf::YieldOp::create(b_, ml, yields);
   Scope inside = frame().vars;
   frame().vars = before;

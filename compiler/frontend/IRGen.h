@@ -80,6 +80,9 @@ private:
   bool genFor(const Stmt &s);
   bool genWhile(const Stmt &s);
   void collectAssigned(const Block &block, std::set<std::string> &out);
+  /// The values a loop body yields for its carried variables, checking their types.
+  bool carriedYields(const std::vector<std::string> &carried, const std::vector<TileType> &types,
+                     Loc l, std::vector<mlir::Value> &yields);
 
   // Expressions.
   SemValue genExpr(const Expr &e);

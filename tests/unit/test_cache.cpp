@@ -2,6 +2,8 @@
 // handling, concurrent writers, list/clear and the cache directory.
 #include <catch2/catch.hpp>
 
+#include "TestSupport.h"
+
 #include "tessera/Error.h"
 #include "tessera/KernelCache.h"
 #include "tessera/Sha256.h"
@@ -23,29 +25,11 @@
 using namespace tessera;
 namespace fs = std::filesystem;
 
+using tessera::testing::EnvGuard;
+using tessera::testing::errorOf;
+
 namespace {
 
-class EnvVar {
-public:
-  EnvVar(const char *name, const char *value) : name_(name) {
-    if (const char *old = std::getenv(name))
-      old_ = old;
-    if (value)
-      ::setenv(name, value, 1);
-    else
-      ::unsetenv(name);
-  }
-  ~EnvVar() {
-    if (old_)
-      ::setenv(name_.c_str(), old_->c_str(), 1);
-    else
-      ::unsetenv(name_.c_str());
-  }
-
-private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
 
 struct TempDir {
   std::string path;
@@ -634,23 +618,23 @@ TEST_CASE("list and clear", "[cache]") {
 
 TEST_CASE("the cache directory comes from the environment", "[cache][env]") {
   {
-    EnvVar dir("TESSERA_CACHE_DIR", "/some/where/tessera");
+    EnvGuard dir("TESSERA_CACHE_DIR", "/some/where/tessera");
     CHECK(KernelCache::defaultDirectory() == "/some/where/tessera");
     CHECK(KernelCache().directory() == "/some/where/tessera");
   }
   {
-    EnvVar dir("TESSERA_CACHE_DIR", nullptr);
-    EnvVar home("HOME", "/home/someone");
+    EnvGuard dir("TESSERA_CACHE_DIR", nullptr);
+    EnvGuard home("HOME", "/home/someone");
     CHECK(KernelCache::defaultDirectory() == "/home/someone/.cache/tessera");
   }
   {
-    EnvVar dir("TESSERA_CACHE_DIR", "");
-    EnvVar home("HOME", nullptr);
+    EnvGuard dir("TESSERA_CACHE_DIR", "");
+    EnvGuard home("HOME", nullptr);
     CHECK(KernelCache::defaultDirectory() == "/tmp/tessera-cache-" + std::to_string(::getuid()));
   }
   // And it is really used.
   TempDir tmp;
-  EnvVar dir("TESSERA_CACHE_DIR", tmp.path.c_str());
+  EnvGuard dir("TESSERA_CACHE_DIR", tmp.path.c_str());
   KernelCache cache;
   REQUIRE(cache.store(kKey, sampleEntry()));
   CHECK(fs::exists(tmp.path + "/" + kKey + ".tsrc"));

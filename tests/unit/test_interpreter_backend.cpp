@@ -5,6 +5,8 @@
 // memory, streams and events; and selection with TESSERA_INTERPRET=1.
 #include <catch2/catch.hpp>
 
+#include "TestSupport.h"
+
 #include "tessera/Compiler.h"
 #include "tessera/JIT.h"
 #include "tessera/Runtime.h"
@@ -23,41 +25,14 @@
 
 using namespace tessera;
 
+using tessera::testing::EnvGuard;
+using tessera::testing::errorOf;
+
 namespace {
 
 const std::string kBasics = std::string(TESSERA_SOURCE_DIR) + "/kernels_dsl/basics";
 
-/// Sets (or unsets, with nullptr) an environment variable for one scope.
-class EnvGuard {
-public:
-  EnvGuard(const char *name, const char *value) : name_(name) {
-    if (const char *old = std::getenv(name))
-      old_ = old;
-    if (value)
-      ::setenv(name, value, 1);
-    else
-      ::unsetenv(name);
-  }
-  ~EnvGuard() {
-    if (old_)
-      ::setenv(name_.c_str(), old_->c_str(), 1);
-    else
-      ::unsetenv(name_.c_str());
-  }
 
-private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
-
-std::string errorOf(const std::function<void()> &f) {
-  try {
-    f();
-  } catch (const Error &e) {
-    return e.what();
-  }
-  return "<no tessera::Error thrown>";
-}
 
 bool contains(const std::string &s, const std::string &part) {
   return s.find(part) != std::string::npos;

@@ -4,6 +4,8 @@
 // skipped visibly (WARN) when not.
 #include <catch2/catch.hpp>
 
+#include "TestSupport.h"
+
 #include "tessera/Runtime.h"
 
 #include <sys/stat.h>
@@ -23,39 +25,12 @@
 
 using namespace tessera;
 
+using tessera::testing::EnvGuard;
+using tessera::testing::errorOf;
+
 namespace {
 
-/// Sets (or unsets, with nullptr) an environment variable for one scope.
-class EnvGuard {
-public:
-  EnvGuard(const char *name, const char *value) : name_(name) {
-    if (const char *old = std::getenv(name))
-      old_ = old;
-    if (value)
-      ::setenv(name, value, 1);
-    else
-      ::unsetenv(name);
-  }
-  ~EnvGuard() {
-    if (old_)
-      ::setenv(name_.c_str(), old_->c_str(), 1);
-    else
-      ::unsetenv(name_.c_str());
-  }
 
-private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
-
-std::string errorOf(const std::function<void()> &f) {
-  try {
-    f();
-  } catch (const Error &e) {
-    return e.what();
-  }
-  return "<no tessera::Error thrown>";
-}
 
 bool startsWith(const std::string &s, const std::string &prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
