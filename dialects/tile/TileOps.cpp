@@ -42,7 +42,7 @@ Type pointeeOf(Type t) {
 #include "tile/TileOps.cpp.inc"
 
 LogicalResult MakeRangeOp::verify() {
-  int64_t n = int64_t(getEnd()) - int64_t(getStart());
+  int64_t n = int64_t(int32_t(getEnd())) - int64_t(int32_t(getStart()));
   if (n <= 0)
     return emitOpError("end must be greater than start");
   if (!isPow2(n))
