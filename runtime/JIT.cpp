@@ -16,6 +16,10 @@ Kernel compileImpl(Context &ctx, const std::string &path, const std::string *tex
                    const JitOptions &options) {
   if (kernel.empty())
     throw Error("tessera::compile needs a kernel name");
+  // Checked here so that the interpreter and the GPU accept the same options.
+  if (options.numWarps < 1 || options.numWarps > 32 || (options.numWarps & (options.numWarps - 1)))
+    throw Error("num_warps must be a power of two from 1 to 32, got " +
+                std::to_string(options.numWarps));
   bool gpu = ctx.backend().kind() == BackendKind::Cuda;
   CompileOptions co;
   co.constexprs = constexprs;
@@ -26,8 +30,12 @@ Kernel compileImpl(Context &ctx, const std::string &path, const std::string *tex
   // reports (out-of-bounds accesses) name .tile source lines.
   co.debugInfo = !gpu;
   CompileResult r = text ? compileSource(*text, path, kernel, co) : compileFile(path, kernel, co);
-  if (!r.ok)
-    throw Error(r.diagnostics.empty() ? "compilation of '" + kernel + "' failed" : r.diagnostics);
+  if (!r.ok) {
+    std::string msg = r.diagnostics.empty() ? "compilation of '" + kernel + "' failed" : r.diagnostics;
+    while (!msg.empty() && msg.back() == '\n') // like every other tessera::Error
+      msg.pop_back();
+    throw Error(msg);
+  }
   if (r.kernels.size() != 1)
     throw Error("expected one kernel named '" + kernel + "' in " + path);
   const KernelSignature &sig = r.kernels[0];

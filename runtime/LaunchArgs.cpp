@@ -38,3 +38,16 @@ std::vector<void *> kernelParamPointers(const std::vector<ArgValue> &args) {
 }
 
 } // namespace tessera
+
+namespace tessera {
+Grid Grid::of(int64_t x, int64_t y, int64_t z) {
+  const int64_t limit = (int64_t(1) << 31) - 1;
+  const char *names[3] = {"x", "y", "z"};
+  int64_t v[3] = {x, y, z};
+  for (int i = 0; i < 3; ++i)
+    if (v[i] < 1 || v[i] > limit)
+      throw Error("grid." + std::string(names[i]) + " = " + std::to_string(v[i]) +
+                  " is out of range (1 to 2^31 - 1)");
+  return Grid{unsigned(x), unsigned(y), unsigned(z)};
+}
+} // namespace tessera

@@ -800,7 +800,7 @@ TEST_CASE("diagnostics: for-loop forms", "[diagnostics][control]") {
 def k(X: *f32, n: i32):
     for i in range(0, 64, n):
         pass
-)SRC") == err(3, 27, "range() step must be a positive constexpr integer",
+)SRC") == err(3, 27, "range() step must be a non-zero constexpr integer",
               "    for i in range(0, 64, n):"));
 
   CHECK(errorsOf(R"SRC(@kernel

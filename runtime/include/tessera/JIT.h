@@ -4,7 +4,7 @@
 //   tessera::Context ctx;
 //   auto k = tessera::compile(ctx, "kernels_dsl/basics/vector_add.tile", "vector_add",
 //                             {{"BLOCK", int64_t(1024)}});
-//   k.launch(ctx.stream(), tessera::Grid{unsigned(tessera::cdiv(n, 1024))}, x, y, z, n);
+//   k.launch(ctx.stream(), tessera::Grid::of(tessera::cdiv(n, 1024)), x, y, z, n);
 #ifndef TESSERA_JIT_H
 #define TESSERA_JIT_H
 

@@ -1,7 +1,7 @@
 // Kernel: a loaded function plus its signature and launch configuration,
 // with a typed, checked variadic launch:
 //
-//   kernel.launch(ctx.stream(), Grid{cdiv(n, 1024)}, x, y, out, int32_t(n));
+//   kernel.launch(ctx.stream(), Grid::of(cdiv(n, 1024)), x, y, out, int32_t(n));
 //
 // Every argument is converted to an ArgValue (see LaunchArgs.h for the exact
 // type mapping) and checked against the signature; a mismatch throws
@@ -15,6 +15,7 @@
 #include "tessera/Stream.h"
 #include "tessera/Types.h"
 
+#include <type_traits>
 #include <vector>
 
 namespace tessera {
@@ -48,7 +49,11 @@ private:
 };
 
 /// ceil(a / b), for grid sizes.
-template <class T> constexpr T cdiv(T a, T b) { return (a + b - 1) / b; }
+/// Ceiling division of positive integers of any (possibly different) types.
+template <class A, class B> constexpr std::common_type_t<A, B> cdiv(A a, B b) {
+  using T = std::common_type_t<A, B>;
+  return (T(a) + T(b) - 1) / T(b);
+}
 
 } // namespace tessera
 

@@ -31,6 +31,9 @@ namespace tessera {
 /// Number of blocks in each dimension.
 struct Grid {
   unsigned x = 1, y = 1, z = 1;
+  /// A grid from signed or 64-bit counts; throws tessera::Error when a count is
+  /// not in [1, 2^31 - 1] instead of silently wrapping: Grid::of(cdiv(n, 1024)).
+  static Grid of(int64_t x, int64_t y = 1, int64_t z = 1);
 };
 /// Threads per block in each dimension.
 struct Block {
