@@ -4,7 +4,7 @@
 // and any "note:" blocks that follow. (Syntax errors are covered in detail by
 // test_parser.cpp; a few go through compileSource() here as well.)
 //
-// Cases tagged [!mayfail] describe the behaviour the compiler *should* have
+// Cases tagged  describe the behaviour the compiler *should* have
 // where today's output is wrong or unhelpful; they document a known bug until
 // the compiler is fixed (see the comment above each one).
 #include "tessera/Compiler.h"
@@ -196,7 +196,7 @@ def k(X: *f32, n: i32):
 // say that two run-time sides of different types are an error. Passes with the
 // compiler built before that rewrite.
 TEST_CASE("diagnostics: if-branches with different run-time types",
-          "[diagnostics][types][!mayfail]") {
+          "[diagnostics][types]") {
   CHECK(errorsOf(R"SRC(@kernel
 def k(X: *f32, Y: *i32, n: i32):
     if n > 0:
@@ -270,7 +270,7 @@ def k(X: *i8):
 // (unify() only knows the operator's location). docs/language.md §10 promises
 // "a caret under the exact spot": it should be under 200.
 TEST_CASE("diagnostics: an i8 operand with a constant that does not fit",
-          "[diagnostics][types][!mayfail]") {
+          "[diagnostics][types]") {
   CHECK(errorsOf(R"SRC(@kernel
 def k(X: *i8):
     x = load(X)
@@ -394,7 +394,7 @@ def k(X: *f32, n: i32):
 // invalid: 'tile.make_range' op end must be greater than start" at 3:9.
 // (arange(-8, -4) happens to pass.) Found by test_fuzz_frontend.cpp.
 TEST_CASE("diagnostics: arange() with a negative start is no internal error",
-          "[diagnostics][shapes][!mayfail]") {
+          "[diagnostics][shapes]") {
   tessera::CompileResult r = tessera::compileSource(R"SRC(@kernel
 def k(X: *f32):
     r = arange(-4, 0)
@@ -473,7 +473,7 @@ def k(X: *f32, n: i32 = 4):
 
 // A -D gives the type parameter DT an integer; the message should say that DT
 // holds a number, not claim that the type 'DT' is unknown.
-TEST_CASE("diagnostics: a type parameter given a number", "[diagnostics][constexpr][!mayfail]") {
+TEST_CASE("diagnostics: a type parameter given a number", "[diagnostics][constexpr]") {
   tessera::CompileOptions options;
   options.constexprs["DT"] = int64_t(64);
   CHECK(errorsOf(R"SRC(@kernel
@@ -699,7 +699,7 @@ def k(X: *i16):
 // defined for pointers at all, which contradicts the docs and hides the real
 // problem (the element types differ).
 TEST_CASE("diagnostics: where() with pointers of different types",
-          "[diagnostics][builtins][!mayfail]") {
+          "[diagnostics][builtins]") {
   CHECK(errorsOf(R"SRC(@kernel
 def k(X: *f32, Y: *i32, n: i32):
     p = where(n > 0, X, Y)
@@ -1009,7 +1009,7 @@ def k(X: *f32):
 // note calls the later definition "previous". The error belongs on the second
 // definition in source order.
 TEST_CASE("diagnostics: a constant and a function with the same name",
-          "[diagnostics][structure][!mayfail]") {
+          "[diagnostics][structure]") {
   CHECK(errorsOf(R"SRC(scale = 2
 
 @func
@@ -1116,7 +1116,7 @@ def k(X: *f32):
 // Same ordering problem as "a constant and a function with the same name": the
 // import on line 1 comes first, so the def on line 3 is the redefinition.
 TEST_CASE("diagnostics: an import and a function with the same name",
-          "[diagnostics][imports][!mayfail]") {
+          "[diagnostics][imports]") {
   TempDir dir;
   dir.write("lib.tile", "@func\ndef helper(x):\n    return x * 2\n");
   std::string main = dir.file("main.tile");
@@ -1143,7 +1143,7 @@ def k(X: *f32):
 // suggestion is the first candidate in alphabetical order: 'x' gets "did you
 // mean 'B'?" although 'X' differs only in case.
 TEST_CASE("diagnostics: the suggestion prefers a case-only difference",
-          "[diagnostics][names][!mayfail]") {
+          "[diagnostics][names]") {
   CHECK(errorsOf(R"SRC(@kernel
 def k(X: *f32, n: i32, B: constexpr = 16):
     y = load(x)
@@ -1154,7 +1154,7 @@ def k(X: *f32, n: i32, B: constexpr = 16):
 // kernel's own name 'k' (a one-letter function), which can never be meant as a
 // value. No suggestion is better than that one.
 TEST_CASE("diagnostics: no suggestion of a kernel name for a value",
-          "[diagnostics][names][!mayfail]") {
+          "[diagnostics][names]") {
   CHECK(errorsOf(R"SRC(@kernel
 def k(X: *f32, A: constexpr = B, B: constexpr = 4):
     pass
@@ -1168,7 +1168,7 @@ def k(X: *f32, A: constexpr = B, B: constexpr = 4):
 // caret lands one column right of 'zz' on a terminal. It should be padded by
 // characters (code points), not bytes.
 TEST_CASE("diagnostics: the caret after a non-ASCII character",
-          "[diagnostics][render][!mayfail]") {
+          "[diagnostics][render]") {
   CHECK(errorsOf("@kernel\ndef k(X: *f32):\n    device_print(\"h\xc3\xa9llo\", zz)\n") ==
         "t.tile:3:28: error: unknown name 'zz'\n"
         "        device_print(\"h\xc3\xa9llo\", zz)\n"
