@@ -3,10 +3,6 @@
 // diagnostic: "file:line:col: error: message", the source line, the caret line,
 // and any "note:" blocks that follow. (Syntax errors are covered in detail by
 // test_parser.cpp; a few go through compileSource() here as well.)
-//
-// Cases tagged  describe the behaviour the compiler *should* have
-// where today's output is wrong or unhelpful; they document a known bug until
-// the compiler is fixed (see the comment above each one).
 #include "tessera/Compiler.h"
 
 #include <catch2/catch.hpp>
