@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 
+#include <cctype>
 #include <cmath>
 #include <functional>
 
@@ -839,6 +840,32 @@ SemValue IRGen::callBuiltin(const std::string &name, const Expr &call, std::vect
     if (toMlir(t) == x.value.getType())
       return SemValue::ofRuntime(x.value, t);
     return SemValue::ofRuntime(tile::BitcastOp::create(b_, ml, toMlir(t), x.value), t);
+  }
+  if (name == "float" || name == "int") { // compile-time conversions: float("-inf"), int(2.7)
+    if (!bind({{"x"}, 1}))
+      return SemValue::invalid();
+    const SemValue &x = a[0].value;
+    if (name == "float" && x.kind == SemValue::Str) {
+      std::string t = x.s;
+      for (char &c : t)
+        c = char(std::tolower(static_cast<unsigned char>(c)));
+      if (t == "inf" || t == "+inf" || t == "infinity")
+        return SemValue::ofFloat(INFINITY);
+      if (t == "-inf" || t == "-infinity")
+        return SemValue::ofFloat(-INFINITY);
+      if (t == "nan")
+        return SemValue::ofFloat(NAN);
+      return fail(a[0].loc, "float() accepts \"inf\", \"-inf\" or \"nan\", got \"" + x.s + "\"");
+    }
+    if (!x.isConst())
+      return fail(a[0].loc, name + "() converts compile-time numbers; use .to() for run-time values, got " +
+                                x.describe());
+    double v = x.kind == SemValue::Int ? double(x.i) : x.kind == SemValue::Bool ? double(x.b) : x.f;
+    if (name == "float")
+      return SemValue::ofFloat(v);
+    if (!std::isfinite(v) || std::fabs(v) > 9.2e18)
+      return fail(a[0].loc, "int() of " + x.describe() + " is out of range");
+    return x.kind == SemValue::Int ? x : SemValue::ofInt(int64_t(v));
   }
   if (name == "static_assert") {
     if (!bind({{"cond", "msg"}, 1}))

@@ -884,9 +884,29 @@ bool IRGen::genFor(const Stmt &s) {
     return true;
   }
 
-  if (step.kind != SemValue::Int || step.i <= 0) {
-    fail(stepLoc, "range() step must be a positive constexpr integer");
+  if (step.kind != SemValue::Int || step.i == 0) {
+    fail(stepLoc, "range() step must be a non-zero constexpr integer");
     return false;
+  }
+  // Counting down: iterate j over [0, trips) and compute i = lo + j * step.
+  int64_t downStep = step.i < 0 ? -step.i : 0;
+  SemValue downLo = lo;
+  if (downStep) {
+    SemValue span = binary(BinOp::Sub, lo, hi, iter.loc); // > 0 when there is work
+    SemValue trips = span.ok() ? binary(BinOp::Add, span, SemValue::ofInt(downStep - 1), iter.loc) : span;
+    trips = trips.ok() ? binary(BinOp::FloorDiv, trips, SemValue::ofInt(downStep), iter.loc) : trips;
+    if (!trips.ok())
+      return false;
+    if (trips.isRuntime()) { // max(trips, 0): C division truncates toward zero
+      SemValue zero = castTo(SemValue::ofInt(0), trips.type.elem, iter.loc);
+      trips = SemValue::ofRuntime(arith::MaxSIOp::create(b_, loc(iter.loc), trips.value, zero.value),
+                                  trips.type);
+    } else if (trips.i < 0) {
+      trips = SemValue::ofInt(0);
+    }
+    lo = SemValue::ofInt(0);
+    hi = trips;
+    step = SemValue::ofInt(1);
   }
   DType ivType{ScalarType::i32, 0};
   for (auto *v : {&lo, &hi})
@@ -925,6 +945,14 @@ bool IRGen::genFor(const Stmt &s) {
     body->back().erase();
   b_.setInsertionPointToEnd(body);
   frame().vars[target.str] = SemValue::ofRuntime(forOp.getInductionVar(), TileType{ivType, {}});
+  if (downStep) {
+    SemValue j = frame().vars[target.str];
+    SemValue off = binary(BinOp::Mul, j, SemValue::ofInt(downStep), iter.loc);
+    SemValue i = off.ok() ? binary(BinOp::Sub, downLo, off, iter.loc) : off;
+    if (!i.ok())
+      return false;
+    frame().vars[target.str] = castTo(i, ivType, iter.loc);
+  }
   for (size_t i = 0; i < carried.size(); ++i)
     frame().vars[carried[i]] = SemValue::ofRuntime(forOp.getRegionIterArgs()[i], types[i]);
   frame().runtimeControlDepth++;
@@ -1057,7 +1085,7 @@ static const char *const kBuiltinNames[] = {
     "sum", "max", "min", "argmax", "argmin", "exp", "exp2", "log", "log2", "sqrt", "rsqrt",
     "sin", "cos", "tanh", "erf", "floor", "ceil", "abs", "fma", "where", "maximum", "minimum",
     "cdiv", "multiple_of", "max_contiguous", "static_assert", "device_print", "cast", "bitcast",
-    "range", "static_range"};
+    "float", "int", "range", "static_range"};
 
 static bool isBuiltin(const std::string &name) {
   for (const char *b : kBuiltinNames)
