@@ -1,0 +1,125 @@
+// Shared helpers of the `tessera` command-line tool (see cli.h).
+#include "cli.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+
+#include <unistd.h>
+
+namespace tessera::cli {
+
+int usageError(const std::string &msg, const char *help) {
+  std::cerr << "tessera: error: " << msg << "\n\n" << help;
+  return kUsage;
+}
+
+bool ArgReader::value(const std::string &flag, std::string &dst) {
+  const std::string &a = arg();
+  if (a == flag) {
+    if (i_ + 1 >= argc_) {
+      missing_ = true;
+      return false;
+    }
+    dst = argv_[++i_];
+    return true;
+  }
+  if (a.size() > flag.size() + 1 && a.compare(0, flag.size(), flag) == 0 && a[flag.size()] == '=') {
+    dst = a.substr(flag.size() + 1);
+    return true;
+  }
+  if (flag.size() == 2 && a.size() > 2 && a.compare(0, 2, flag) == 0 && a[2] != '=') {
+    dst = a.substr(2); // -DX=1, -Idir
+    return true;
+  }
+  return false;
+}
+
+bool parseDefine(const std::string &v, std::map<std::string, ConstexprValue> &defines,
+                 std::string &error) {
+  auto eq = v.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    error = "-D expects NAME=VALUE, got '" + v + "'";
+    return false;
+  }
+  std::string name = v.substr(0, eq), text = v.substr(eq + 1);
+  auto cv = parseConstexpr(text);
+  if (!cv) {
+    error = "cannot parse the value of -D " + name + ": '" + text +
+            "' (expected an integer, a float, True/False or a type)";
+    return false;
+  }
+  defines[name] = *cv;
+  return true;
+}
+
+bool parseNumWarps(const std::string &v, int &numWarps, std::string &error) {
+  char *end = nullptr;
+  long n = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || !end || *end || n < 1 || n > 32 || (n & (n - 1))) {
+    error = "--num-warps must be a power of two from 1 to 32, got '" + v + "'";
+    return false;
+  }
+  numWarps = int(n);
+  return true;
+}
+
+bool parseUnsigned(const std::string &text, unsigned long long &value) {
+  if (text.empty() || text.size() > 18)
+    return false;
+  unsigned long long v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9')
+      return false;
+    v = v * 10 + unsigned(c - '0');
+  }
+  value = v;
+  return true;
+}
+
+bool writeOutput(const std::string &out, const std::string &data) {
+  if (out.empty() || out == "-") {
+    std::cout << data;
+    std::cout.flush();
+    return true;
+  }
+  std::string tmp = out + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f << data;
+    f.flush();
+    if (!f.good()) {
+      f.close();
+      std::remove(tmp.c_str());
+      std::cerr << "tessera: error: cannot write '" << out << "'\n";
+      return false;
+    }
+  }
+  if (std::rename(tmp.c_str(), out.c_str()) != 0) {
+    int err = errno;
+    std::remove(tmp.c_str());
+    std::cerr << "tessera: error: cannot write '" << out << "': " << std::strerror(err) << "\n";
+    return false;
+  }
+  return true;
+}
+
+std::string humanBytes(double bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) {
+    bytes /= 1024;
+    ++u;
+  }
+  char buf[32];
+  if (u == 0)
+    std::snprintf(buf, sizeof buf, "%.0f %s", bytes, units[u]);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f %s", bytes, units[u]);
+  return buf;
+}
+
+} // namespace tessera::cli

@@ -1,0 +1,153 @@
+// `tessera compile`: a .tile file -> tile IR, GPU IR, LLVM IR, PTX or a cubin.
+#include "cli.h"
+
+#include "tessera/CodeGen.h"
+#include "tessera/Compiler.h"
+
+#include <iostream>
+#include <regex>
+#include <string>
+
+namespace tessera::cli {
+
+namespace {
+
+const char *kCompileHelp = R"(usage: tessera compile FILE [options]
+
+Compiles every @kernel in FILE (or only --kernel NAME) and prints the result.
+
+options:
+  --kernel NAME      compile only this kernel
+  -D NAME=VALUE      set a constexpr parameter (int, float, True/False, or a type
+                     such as f16); repeatable; overrides the kernel's default
+  --emit=KIND        what to produce (default tile):
+                       tile    the verified tile IR
+                       gpu-ir  the per-thread IR after layout lowering, before LLVM
+                       llvm    optimized LLVM IR for NVPTX (libdevice linked)
+                       ptx     PTX assembly
+                       cubin   a cubin assembled by ptxas; needs -o; prints ptxas's
+                               resource report (registers, spills, shared memory,
+                               stack) for each kernel to stderr
+                     llvm, ptx and cubin hold every compiled kernel in one module
+  --arch=SM          GPU target for llvm/ptx/cubin: sm_80, sm_90 (default), sm_90a,
+                     or another sm_NN[a] that LLVM and ptxas know
+  --num-warps N      warps per program instance (power of two, default 4)
+  -o PATH            write the output to PATH instead of stdout
+  -I DIR             also search DIR for imported files; repeatable
+  --no-opt           skip canonicalization and CSE of the tile IR
+  -h, --help         show this help
+
+environment:
+  TESSERA_PTXAS      ptxas to run for --emit=cubin (default /usr/local/cuda/bin/ptxas,
+                     then ptxas on PATH)
+  TESSERA_LIBDEVICE  libdevice.10.bc for kernels that call math functions (default
+                     /usr/local/cuda/nvvm/libdevice/libdevice.10.bc)
+
+exit codes: 0 ok, 1 errors in the input (or code generation or ptxas failed, or
+ptxas is missing), 2 bad command line, 3 cannot write output
+)";
+
+} // namespace
+
+int cmdCompile(int argc, char **argv) {
+  std::string file, kernel, emit = "tile", out, arch = "sm_90";
+  tessera::CompileOptions opts;
+  ArgReader args(argc, argv);
+  while (args.next()) {
+    const std::string a = args.arg();
+    std::string v, err;
+    if (a == "-h" || a == "--help") {
+      std::cout << kCompileHelp;
+      return kOk;
+    } else if (args.value("--kernel", v)) {
+      kernel = v;
+    } else if (args.value("--emit", v)) {
+      emit = v;
+    } else if (args.value("--arch", v)) {
+      arch = v;
+    } else if (args.value("-o", v)) {
+      out = v;
+    } else if (args.value("-I", v)) {
+      opts.importPaths.push_back(v);
+    } else if (args.value("-D", v)) {
+      if (!parseDefine(v, opts.constexprs, err))
+        return usageError(err, kCompileHelp);
+    } else if (args.value("--num-warps", v)) {
+      if (!parseNumWarps(v, opts.numWarps, err))
+        return usageError(err, kCompileHelp);
+    } else if (a == "--no-opt") {
+      opts.optimize = false;
+    } else if (args.missingValue()) {
+      return usageError(a + " needs a value", kCompileHelp);
+    } else if (!a.empty() && a[0] == '-' && a != "-") {
+      return usageError("unknown option '" + a + "'", kCompileHelp);
+    } else if (file.empty()) {
+      file = a;
+    } else {
+      return usageError("more than one input file ('" + file + "' and '" + a + "')", kCompileHelp);
+    }
+  }
+  if (file.empty())
+    return usageError("no input file", kCompileHelp);
+  if (emit != "tile" && emit != "gpu-ir" && emit != "llvm" && emit != "ptx" && emit != "cubin")
+    return usageError("unknown --emit kind '" + emit + "' (expected tile, gpu-ir, llvm, ptx or cubin)",
+                      kCompileHelp);
+  if (!std::regex_match(arch, std::regex("sm_[0-9]{2,3}[af]?")))
+    return usageError("--arch expects a target such as sm_80, sm_90 or sm_90a, got '" + arch + "'",
+                      kCompileHelp);
+  bool cubin = emit == "cubin";
+  if (cubin && (out.empty() || out == "-"))
+    return usageError("--emit=cubin writes a binary file: give -o PATH", kCompileHelp);
+  if (cubin && findPtxas().empty()) {
+    std::cerr << "tessera: error: --emit=cubin needs ptxas, which was not found (looked at "
+                 "$TESSERA_PTXAS, /usr/local/cuda/bin/ptxas and PATH); install the CUDA toolkit "
+                 "or set TESSERA_PTXAS (--emit=ptx needs no ptxas)\n";
+    return kInputError;
+  }
+  opts.lowerToGPU = emit != "tile";
+
+  tessera::CompileResult r = tessera::compileFile(file, kernel, opts);
+  if (!r.ok) {
+    std::cerr << r.diagnostics;
+    return kInputError;
+  }
+  std::string result;
+  if (emit == "tile") {
+    result = r.tileIR;
+  } else if (emit == "gpu-ir") {
+    result = r.gpuIR;
+  } else {
+    TargetOptions to;
+    to.arch = arch;
+    to.numWarps = opts.numWarps;
+    std::string error;
+    bool ok = emit == "llvm" ? emitLLVMIR(r.gpuIR, to, result, error, file)
+                             : emitPTX(r.gpuIR, to, result, error, file);
+    if (!ok) {
+      std::cerr << "tessera: error: " << (emit == "llvm" ? "LLVM IR" : "PTX")
+                << " generation for " << arch << " failed:\n"
+                << error << (error.empty() || error.back() == '\n' ? "" : "\n");
+      return kInputError;
+    }
+    if (cubin) {
+      std::string binary, log;
+      if (!assembleCubin(result, arch, binary, log)) {
+        std::cerr << "tessera: error: ptxas failed for " << arch << ":\n"
+                  << log << (log.empty() || log.back() == '\n' ? "" : "\n");
+        return kInputError;
+      }
+      for (const PtxasKernelInfo &k : parsePtxasLog(log)) {
+        auto dyn = r.sharedBytes.find(k.name);
+        std::cerr << "kernel " << k.name << " (" << arch << "): registers=" << k.registers
+                  << " spill_stores=" << k.spillStores << " spill_loads=" << k.spillLoads
+                  << " shared=" << k.sharedBytes
+                  << " dynamic_shared=" << (dyn == r.sharedBytes.end() ? 0 : dyn->second)
+                  << " stack=" << k.stackBytes << "\n";
+      }
+      result = std::move(binary);
+    }
+  }
+  return writeOutput(out, result) ? kOk : kIoError;
+}
+
+} // namespace tessera::cli
