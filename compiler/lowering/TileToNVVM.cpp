@@ -8,9 +8,9 @@
 //   - Virtual: recomputable from element coordinates (ranges, splats, index
 //              arithmetic, broadcasts of those). It is evaluated where used, so
 //              broadcasting `rm[:, None]` costs no data movement;
-//   - Smem:    written to shared memory, read back at any coordinate. Values
-//              that must change owner (a broadcast of a reduction result, the
-//              operands of `dot`) go through here.
+// A Dist value read at coordinates the thread does not own (a broadcast of a
+// reduction result, the operands of `dot`) is first copied to shared memory,
+// once per region, and read back from there.
 // Scalars are uniform across the block and stay plain SSA values.
 #include "Lowering.h"
 
