@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Runs the torch/cuBLAS peers and Tessera's matmul benchmark side by side in one
+session on the same GPU, and writes bench/results/matmul.json.
+
+    python3 bench/peers.py --bin build/bin/matmul_bench --commit $(git rev-parse --short HEAD)
+
+Peers (written here from the issue's description, no code copied):
+  bf16:  torch.matmul on bf16 tensors (cuBLAS)
+  tf32:  torch.matmul on f32 tensors with TF32 allowed (cuBLAS)
+  fp32:  torch.matmul on f32 tensors with TF32 disallowed
+  i8:    torch._int_mm (cuBLAS int8 -> int32)
+"""
+import argparse
+import datetime
+import json
+import subprocess
+
+import torch
+
+SHAPES = [("bf16", 4096, 4096, 4096), ("bf16", 8192, 8192, 8192),
+          ("f32", 4096, 4096, 4096), ("f32", 8192, 8192, 8192),
+          ("f32", 512, 8192, 8192), ("i8", 4096, 4096, 4096)]
+
+
+def median_ms(fn, iters=10, reps=5):
+    fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(iters):
+            fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / iters)
+    return sorted(times)[len(times) // 2]
+
+
+def torch_peers(dt, m, n, k):
+    out = {}
+    if dt == "i8":
+        a = torch.randint(-8, 8, (m, k), dtype=torch.int8, device="cuda")
+        b = torch.randint(-8, 8, (k, n), dtype=torch.int8, device="cuda")
+        out["cublas_int8"] = median_ms(lambda: torch._int_mm(a, b))
+        return out
+    dtype = torch.bfloat16 if dt == "bf16" else torch.float32
+    a = torch.randn(m, k, dtype=dtype, device="cuda")
+    b = torch.randn(k, n, dtype=dtype, device="cuda")
+    if dt == "bf16":
+        out["cublas_bf16"] = median_ms(lambda: a @ b)
+    else:
+        torch.backends.cuda.matmul.allow_tf32 = True
+        out["cublas_tf32"] = median_ms(lambda: a @ b)
+        torch.backends.cuda.matmul.allow_tf32 = False
+        out["cublas_fp32"] = median_ms(lambda: a @ b)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", default="build/bin/matmul_bench")
+    ap.add_argument("--commit", default="unknown")
+    ap.add_argument("--out", default="bench/results/matmul.json")
+    args = ap.parse_args()
+
+    cmd = [args.bin]
+    for s in SHAPES:
+        cmd += [str(x) for x in s]
+    ours = [json.loads(line) for line in subprocess.run(cmd, check=True, capture_output=True,
+                                                         text=True).stdout.splitlines() if line.strip()]
+    rows = []
+    for (dt, m, n, k), mine in zip(SHAPES, ours):
+        peers = torch_peers(dt, m, n, k)
+        flops = 2.0 * m * n * k
+        row = {"dtype": dt, "M": m, "N": n, "K": k, "tessera_ms": mine["ms"],
+               "tessera_tflops": mine["tflops"], "tessera_config": mine["config"]}
+        for name, ms in peers.items():
+            row[name + "_ms"] = ms
+            row[name + "_tflops"] = flops / (ms * 1e9)
+            row["tessera_vs_" + name] = ms / mine["ms"]  # >1 means Tessera is faster
+        rows.append(row)
+        print(json.dumps(row))
+    result = {"benchmark": "matmul", "device": torch.cuda.get_device_name(),
+              "date": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"),
+              "commit": args.commit, "torch": torch.__version__,
+              "note": "Tessera's dot is the FMA path (no tensor cores yet); ratios are peer_ms / tessera_ms",
+              "rows": rows}
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=2)
+    print("wrote", args.out)
+
+
+if __name__ == "__main__":
+    main()
