@@ -61,7 +61,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default="build/bin/matmul_bench")
     ap.add_argument("--commit", default="unknown")
-    ap.add_argument("--out", default="bench/results/matmul.json")
+    ap.add_argument("--out", default="bench/results/matmul.json")  # issue 5 target file
     args = ap.parse_args()
 
     cmd = [args.bin]
@@ -82,7 +82,7 @@ def main():
         rows.append(row)
         print(json.dumps(row))
     result = {"benchmark": "matmul", "device": torch.cuda.get_device_name(),
-              "date": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"),
+              "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
               "commit": args.commit, "torch": torch.__version__,
               "note": "Tessera's dot is the FMA path (no tensor cores yet); ratios are peer_ms / tessera_ms",
               "rows": rows}
