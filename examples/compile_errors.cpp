@@ -11,16 +11,6 @@
 #include <string>
 
 namespace {
-// A GPU when there is one, the CPU interpreter otherwise (see vector_add.cpp).
-// The errors below come from the front end, so they read the same on both.
-tessera::Context openContext() {
-  try {
-    return tessera::Context();
-  } catch (const tessera::Error &e) {
-    std::cout << "cannot use a GPU (" << e.what() << "); using the CPU interpreter\n";
-    return tessera::Context(tessera::createInterpreterBackend());
-  }
-}
 
 // Line 4 uses `N` where the parameter is `n`.
 const char *kTypo = R"(@kernel
@@ -52,7 +42,11 @@ bool expectError(tessera::Context &ctx, const std::string &source,
 
 int main() {
   try {
-    tessera::Context ctx = openContext();
+    // The GPU when there is one, else the CPU interpreter (TESSERA_INTERPRET=1 forces it).
+    std::string why;
+    tessera::Context ctx = tessera::Context::gpuOrInterpreter(&why);
+    if (!why.empty())
+      std::cout << "no GPU (" << why << "); using the CPU interpreter\n";
     std::cout << "running on " << ctx.deviceName() << " (" << ctx.target() << ")\n\n";
     bool ok = true;
 

@@ -21,15 +21,6 @@ std::string kernelsDir() {
   return d ? d : std::string(TESSERA_SOURCE_DIR) + "/kernels_dsl";
 }
 
-// A GPU when there is one, the CPU interpreter otherwise (see vector_add.cpp).
-tessera::Context openContext() {
-  try {
-    return tessera::Context();
-  } catch (const tessera::Error &e) {
-    std::cout << "cannot use a GPU (" << e.what() << "); using the CPU interpreter\n";
-    return tessera::Context(tessera::createInterpreterBackend());
-  }
-}
 
 std::vector<float> randomMatrix(size_t rows, size_t cols, std::mt19937 &rng) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
@@ -49,7 +40,11 @@ int main(int argc, char **argv) {
   // the grid below must use the same BM and BN.
   const int64_t BM = 64, BN = 64, BK = 32, GROUP = 4;
   try {
-    tessera::Context ctx = openContext();
+    // The GPU when there is one, else the CPU interpreter (TESSERA_INTERPRET=1 forces it).
+    std::string why;
+    tessera::Context ctx = tessera::Context::gpuOrInterpreter(&why);
+    if (!why.empty())
+      std::cout << "no GPU (" << why << "); using the CPU interpreter\n";
     std::cout << "running on " << ctx.deviceName() << " (" << ctx.target() << ")\n";
 
     // DT, ACC and OUT keep their f32 defaults; {"DT", tessera::DType{tessera::ScalarType::f16}}

@@ -20,15 +20,6 @@ std::string kernelsDir() {
   return d ? d : std::string(TESSERA_SOURCE_DIR) + "/kernels_dsl";
 }
 
-// A GPU when there is one, the CPU interpreter otherwise (see vector_add.cpp).
-tessera::Context openContext() {
-  try {
-    return tessera::Context();
-  } catch (const tessera::Error &e) {
-    std::cout << "cannot use a GPU (" << e.what() << "); using the CPU interpreter\n";
-    return tessera::Context(tessera::createInterpreterBackend());
-  }
-}
 
 int64_t nextPowerOfTwo(int64_t v) {
   int64_t p = 1;
@@ -42,7 +33,11 @@ int main(int argc, char **argv) {
   const int32_t rows = argc > 2 ? std::atoi(argv[1]) : 37;
   const int32_t cols = argc > 2 ? std::atoi(argv[2]) : 1000;
   try {
-    tessera::Context ctx = openContext();
+    // The GPU when there is one, else the CPU interpreter (TESSERA_INTERPRET=1 forces it).
+    std::string why;
+    tessera::Context ctx = tessera::Context::gpuOrInterpreter(&why);
+    if (!why.empty())
+      std::cout << "no GPU (" << why << "); using the CPU interpreter\n";
     std::cout << "running on " << ctx.deviceName() << " (" << ctx.target() << ")\n";
 
     // `softmax` holds a whole row in one tile, so BLOCK is a compile-time

@@ -22,17 +22,6 @@ std::string kernelsDir() {
   return d ? d : std::string(TESSERA_SOURCE_DIR) + "/kernels_dsl";
 }
 
-// A GPU when there is one, the CPU interpreter otherwise. Context() alone
-// already honours TESSERA_INTERPRET=1 and TESSERA_DEVICE; it throws when
-// there is no driver or GPU, which is where we fall back.
-tessera::Context openContext() {
-  try {
-    return tessera::Context();
-  } catch (const tessera::Error &e) {
-    std::cout << "cannot use a GPU (" << e.what() << "); using the CPU interpreter\n";
-    return tessera::Context(tessera::createInterpreterBackend());
-  }
-}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -40,7 +29,11 @@ int main(int argc, char **argv) {
   const int32_t n = argc > 1 ? std::atoi(argv[1]) : 100003;
   const int64_t block = 1024;
   try {
-    tessera::Context ctx = openContext();
+    // The GPU when there is one, else the CPU interpreter (TESSERA_INTERPRET=1 forces it).
+    std::string why;
+    tessera::Context ctx = tessera::Context::gpuOrInterpreter(&why);
+    if (!why.empty())
+      std::cout << "no GPU (" << why << "); using the CPU interpreter\n";
     std::cout << "running on " << ctx.deviceName() << " (" << ctx.target() << ")\n";
 
     // One specialization per set of constexprs; later calls with the same

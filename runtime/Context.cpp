@@ -35,4 +35,20 @@ Context::Context(std::shared_ptr<Backend> backend)
 
 Context Context::fromEnvironment() { return Context(deviceFromEnvironment()); }
 
+Context Context::gpuOrInterpreter(std::string *reason) {
+  try {
+    return Context();
+  } catch (const Error &e) {
+    // Only a missing driver or GPU falls back (messages from CudaDriver.cpp).
+    std::string what = e.what();
+    bool absent = what.rfind("no CUDA driver found", 0) == 0 ||
+                  what.rfind("no CUDA-capable GPU found", 0) == 0;
+    if (!absent)
+      throw;
+    if (reason)
+      *reason = what;
+    return Context(createInterpreterBackend());
+  }
+}
+
 } // namespace tessera

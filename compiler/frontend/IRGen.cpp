@@ -816,6 +816,30 @@ bool IRGen::carriedYields(const std::vector<std::string> &carried,
   return true;
 }
 
+bool IRGen::closeLoop(const Scope &before, const std::set<std::string> &assigned,
+                      const std::vector<std::string> &carried, const std::vector<TileType> &types,
+                      ValueRange results, Loc l) {
+  // Non-numeric values (types, strings, tuples) cannot be carried: they must not change.
+  for (const std::string &name : assigned) {
+    auto it = before.find(name);
+    if (it == before.end() || it->second.isConst() || it->second.isRuntime())
+      continue;
+    if (!sameSem(it->second, frame().vars.at(name))) {
+      fail(l, "variable '" + name + "' holds " + it->second.describe() +
+                  ", which cannot change inside a run-time loop");
+      return false;
+    }
+  }
+  Scope inside = frame().vars;
+  frame().vars = before;
+  for (size_t i = 0; i < carried.size(); ++i)
+    frame().vars[carried[i]] = SemValue::ofRuntime(results[i], types[i]);
+  for (auto &[name, v] : inside)
+    if (!before.count(name))
+      frame().scopedOut[name] = l;
+  return true;
+}
+
 bool IRGen::genFor(const Stmt &s) {
   const Expr &target = *s.targets[0];
   if (target.kind != ExprKind::Name) {
@@ -962,26 +986,8 @@ bool IRGen::genFor(const Stmt &s) {
   std::vector<Value> yields;
   if (!carriedYields(carried, types, s.loc, yields))
     return false;
-  // Non-numeric values (types, strings, tuples) cannot be carried: they must not change.
-  for (const std::string &name : assigned) {
-    auto it = before.find(name);
-    if (it == before.end() || it->second.isConst() || it->second.isRuntime())
-      continue;
-    if (!sameSem(it->second, frame().vars.at(name))) {
-      fail(s.loc, "variable '" + name + "' holds " + it->second.describe() +
-                      ", which cannot change inside a run-time loop");
-      return false;
-    }
-  }
   scf::YieldOp::create(b_, ml, yields);
-  Scope inside = frame().vars;
-  frame().vars = before;
-  for (size_t i = 0; i < carried.size(); ++i)
-    frame().vars[carried[i]] = SemValue::ofRuntime(forOp.getResult(i), types[i]);
-  for (auto &[name, v] : inside)
-    if (!before.count(name))
-      frame().scopedOut[name] = s.loc;
-  return true;
+  return closeLoop(before, assigned, carried, types, forOp.getResults(), s.loc);
 }
 
 bool IRGen::genWhile(const Stmt &s) {
@@ -1034,14 +1040,7 @@ bool IRGen::genWhile(const Stmt &s) {
   if (!carriedYields(carried, types, s.loc, yields))
     return false;
   scf::YieldOp::create(b_, ml, yields);
-  Scope inside = frame().vars;
-  frame().vars = before;
-  for (size_t i = 0; i < carried.size(); ++i)
-    frame().vars[carried[i]] = SemValue::ofRuntime(whileOp.getResult(i), types[i]);
-  for (auto &[name, v] : inside)
-    if (!before.count(name))
-      frame().scopedOut[name] = s.loc;
-  return true;
+  return closeLoop(before, assigned, carried, types, whileOp.getResults(), s.loc);
 }
 
 //===----------------------------------------------------------------------===//

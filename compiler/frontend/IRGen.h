@@ -80,6 +80,11 @@ private:
   bool genFor(const Stmt &s);
   bool genWhile(const Stmt &s);
   void collectAssigned(const Block &block, std::set<std::string> &out);
+  /// After a loop: checks that non-numeric values did not change, restores the
+  /// scope and binds the carried variables to the loop's results.
+  bool closeLoop(const Scope &before, const std::set<std::string> &assigned,
+                 const std::vector<std::string> &carried, const std::vector<TileType> &types,
+                 mlir::ValueRange results, Loc l);
   /// The values a loop body yields for its carried variables, checking their types.
   bool carriedYields(const std::vector<std::string> &carried, const std::vector<TileType> &types,
                      Loc l, std::vector<mlir::Value> &yields);

@@ -33,6 +33,10 @@ public:
   explicit Context(std::shared_ptr<Backend> backend);
   /// Device $TESSERA_DEVICE (default 0) on the backend createBackend() picks.
   static Context fromEnvironment();
+  /// The GPU the environment names when one is usable; otherwise, when there is
+  /// no CUDA driver or no GPU, the CPU interpreter (and `*reason` says why).
+  /// Any other error (a bad TESSERA_DEVICE, a failing driver) is thrown.
+  static Context gpuOrInterpreter(std::string *reason = nullptr);
 
   Context(Context &&) noexcept = default;
   Context &operator=(Context &&) noexcept = default;
