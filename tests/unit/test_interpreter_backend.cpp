@@ -369,3 +369,21 @@ TEST_CASE("interpreter backend: TESSERA_INTERPRET=1 selects it", "[interp-backen
   EnvGuard unset("TESSERA_INTERPRET", nullptr);
   CHECK_FALSE(interpreterRequested());
 }
+
+TEST_CASE("Context::gpuOrInterpreter falls back only when there is no GPU", "[runtime][backend]") {
+  {
+    EnvGuard lib("TESSERA_LIBCUDA", "/nonexistent/libcuda.so.1");
+    EnvGuard interp("TESSERA_INTERPRET", nullptr);
+    std::string why;
+    Context ctx = Context::gpuOrInterpreter(&why);
+    CHECK(ctx.backend().kind() == BackendKind::Interpreter);
+    CHECK(why.rfind("no CUDA driver found (/nonexistent/libcuda.so.1 could not be loaded", 0) == 0);
+  }
+  {
+    // A configuration mistake is not "no GPU": it is reported, not papered over.
+    EnvGuard lib("TESSERA_LIBCUDA", "/nonexistent/libcuda.so.1");
+    EnvGuard dev("TESSERA_DEVICE", "abc");
+    EnvGuard interp("TESSERA_INTERPRET", nullptr);
+    CHECK(errorOf([] { Context::gpuOrInterpreter(); }) == "TESSERA_DEVICE='abc' is not a device number");
+  }
+}
