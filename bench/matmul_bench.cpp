@@ -50,7 +50,8 @@ int main(int argc, char **argv) {
     Context ctx;
     // The FMA back end keeps one accumulator per owned element: small tiles
     // avoid spills. This list is the whole search space for now.
-    const std::vector<Config> configs = {{64, 64, 16, 8, 4}, {64, 64, 32, 8, 8}, {128, 64, 16, 8, 8}, {32, 64, 32, 8, 4}};
+    const std::vector<Config> configs = {{64, 64, 16, 8, 4},   {64, 64, 32, 8, 8},  {128, 64, 16, 8, 8},
+                                         {128, 128, 32, 8, 8}, {128, 64, 32, 8, 4}, {64, 128, 32, 8, 4}};
     std::mt19937 rng(7);
     for (int i = 1; i + 3 < argc; i += 4) {
       std::string dt = argv[i];

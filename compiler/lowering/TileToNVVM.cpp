@@ -27,6 +27,7 @@
 #include "mlir/IR/Matchers.h"
 
 #include <map>
+#include <optional>
 
 using namespace mlir;
 namespace tile = tessera::tile;
@@ -43,8 +44,41 @@ struct Layout {
   int64_t vec = 1;
   int64_t chunks = 1;
   bool replicated = false; // fewer elements than threads: thread t holds element t % total
-  int64_t slots() const { return replicated ? 1 : chunks * vec; }
+  // Tensor-core accumulator layout (mma.sync m16n8): a wm x wn grid of warps,
+  // each owning tm x tn tiles of 16x8, four elements per thread per tile.
+  bool mma = false;
+  int64_t wm = 1, wn = 1, tm = 1, tn = 1;
+  int64_t slots() const { return mma ? tm * tn * 4 : replicated ? 1 : chunks * vec; }
+  bool operator==(const Layout &o) const {
+    return shape == o.shape && mma == o.mma && vec == o.vec && replicated == o.replicated &&
+           wm == o.wm && wn == o.wn;
+  }
+  bool operator!=(const Layout &o) const { return !(*this == o); }
 };
+
+/// The mma.sync accumulator layout for an M x N tile, or nothing when the
+/// shape does not split into 16x8 tiles over the warps.
+std::optional<Layout> mmaLayoutFor(int64_t M, int64_t N, int64_t numWarps) {
+  std::optional<Layout> best;
+  for (int64_t wm = 1; wm <= numWarps; wm *= 2) {
+    int64_t wn = numWarps / wm;
+    if (M % (16 * wm) || N % (8 * wn))
+      continue;
+    Layout l;
+    l.shape = {M, N};
+    l.total = M * N;
+    l.mma = true;
+    l.wm = wm;
+    l.wn = wn;
+    l.tm = M / (16 * wm);
+    l.tn = N / (8 * wn);
+    // Prefer square warp tiles: fewest fragment loads per mma.
+    auto skew = [](const Layout &x) { return std::abs(x.tm * 16 - x.tn * 8); };
+    if (!best || skew(l) < skew(*best))
+      best = l;
+  }
+  return best;
+}
 
 Layout layoutFor(ArrayRef<int64_t> shape, int64_t threads) {
   Layout l;
@@ -68,6 +102,7 @@ struct Lowered {
   Value scalar;                // Scalar
   SmallVector<Value> regs;     // Dist: one per slot
   RankedTensorType type;       // tiles
+  std::optional<Layout> layout; // Dist: when not the canonical blocked layout
 };
 
 int64_t byteWidth(Type t) {
@@ -119,6 +154,16 @@ private:
   }
 
   Layout layoutOf(RankedTensorType t) { return layoutFor(t.getShape(), threads_); }
+  /// The layout a Dist value's registers are in.
+  Layout layoutOfValue(Value v) {
+    Lowered &l = lookup(v);
+    if (l.kind == Lowered::Dist && l.layout)
+      return *l.layout;
+    return layoutOf(cast<RankedTensorType>(v.getType()));
+  }
+  /// The value's elements in layout `l`, converting through shared memory if needed.
+  SmallVector<Value> materializeIn(Value v, const Layout &l, Location loc);
+  std::optional<Layout> mmaLayoutFor(tile::DotOp op);
 
   // Coordinates of slot `s` of `layout`, computed once in the entry block.
   ArrayRef<Value> coords(const Layout &l, int64_t s);
@@ -190,6 +235,7 @@ private:
   bool lowerStore(tile::StoreOp op);
   bool lowerAtomic(Operation *op);
   bool lowerDot(tile::DotOp op);
+  bool lowerDotMma(tile::DotOp op, const Layout &lay, Value aS, Value bS);
   bool lowerPrint(tile::PrintOp op);
   bool lowerReduce(tile::ReduceOp op);
   bool lowerFor(scf::ForOp op);
@@ -197,9 +243,9 @@ private:
   bool lowerWhile(scf::WhileOp op);
   SmallVector<Value> combine(tile::ReduceOp op, ValueRange lhs, ValueRange rhs);
   Value shuffleXor(Value v, int offset, Location loc);
-  void flatten(Value v, SmallVector<Value> &out, Location loc);
+  void flatten(Value v, SmallVector<Value> &out, Location loc, const Layout *l = nullptr);
   SmallVector<Type> flatTypes(Type t);
-  void bindFlat(Value v, ValueRange flat, size_t &pos);
+  void bindFlat(Value v, ValueRange flat, size_t &pos, const Layout *l = nullptr);
 
   void pushScope() { memo_.emplace_back(); }
   void popScope() { memo_.pop_back(); }
@@ -228,12 +274,32 @@ private:
 
 ArrayRef<Value> KernelLowering::coords(const Layout &l, int64_t s) {
   std::vector<int64_t> key(l.shape.begin(), l.shape.end());
+  key.push_back(l.mma ? l.wm * 1000 + l.wn : -1);
   auto it = coordCache_.find({key, s});
   if (it != coordCache_.end())
     return it->second;
   OpBuilder::InsertionGuard g(b_);
   b_.setInsertionPointAfter(tid_.getDefiningOp());
   Location loc = src_.getLoc();
+  if (l.mma) {
+    // Slot s: tile (i, j) of the warp, element q of the thread's four.
+    int64_t q = s % 4, t = s / 4, i = t / l.tn, j = t % l.tn;
+    Value lane = arith::AndIOp::create(b_, loc, tid_, i32c(31, loc));
+    Value warp = arith::ShRUIOp::create(b_, loc, tid_, i32c(5, loc));
+    Value wr = arith::DivUIOp::create(b_, loc, warp, i32c(l.wn, loc));
+    Value wc = arith::RemUIOp::create(b_, loc, warp, i32c(l.wn, loc));
+    Value row = arith::AddIOp::create(
+        b_, loc, arith::MulIOp::create(b_, loc, wr, i32c(l.tm * 16, loc)),
+        arith::AddIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, lane, i32c(2, loc)),
+                              i32c(i * 16 + (q >= 2 ? 8 : 0), loc)));
+    Value col = arith::AddIOp::create(
+        b_, loc, arith::MulIOp::create(b_, loc, wc, i32c(l.tn * 8, loc)),
+        arith::AddIOp::create(
+            b_, loc,
+            arith::ShLIOp::create(b_, loc, arith::AndIOp::create(b_, loc, lane, i32c(3, loc)), i32c(1, loc)),
+            i32c(j * 8 + (q & 1), loc)));
+    return coordCache_[{key, s}] = SmallVector<Value>{row, col};
+  }
   Value flat;
   if (l.replicated) {
     flat = arith::AndIOp::create(b_, loc, tid_, i32c(l.total - 1, loc));
@@ -313,8 +379,8 @@ Value KernelLowering::toSmem(Value v, Location loc) {
   if (off == smemOffsets_.end())
     off = smemOffsets_.insert({v, allocSmem(t.getNumElements() * byteWidth(mt))}).first;
   Value base = smemBase(off->second, loc);
-  Layout l = layoutOf(t);
-  SmallVector<Value> regs = materialize(v, loc);
+  Layout l = layoutOfValue(v);
+  SmallVector<Value> regs = materializeIn(v, l, loc);
   barrier(loc); // earlier readers of this buffer (a previous loop iteration) are done
   for (int64_t s = 0; s < l.slots(); ++s) {
     Value idx = flatIndex(coords(l, s), l.shape, loc);
@@ -336,20 +402,26 @@ Value KernelLowering::atSlot(Value v, const Layout &l, int64_t s, Location loc) 
   Lowered &lv = lookup(v);
   switch (lv.kind) {
   case Lowered::Scalar: return lv.scalar;
-  case Lowered::Dist: return lv.regs[s];
+  case Lowered::Dist:
+    if (layoutOfValue(v) == l)
+      return lv.regs[s];
+    return elem(v, coords(l, s), loc);
   default: return elem(v, coords(l, s), loc);
   }
 }
 
-SmallVector<Value> KernelLowering::materialize(Value v, Location loc) {
+SmallVector<Value> KernelLowering::materializeIn(Value v, const Layout &l, Location loc) {
   Lowered &lv = lookup(v);
-  if (lv.kind == Lowered::Dist)
+  if (lv.kind == Lowered::Dist && layoutOfValue(v) == l)
     return lv.regs;
-  Layout l = layoutOf(cast<RankedTensorType>(v.getType()));
   SmallVector<Value> regs;
   for (int64_t s = 0; s < l.slots(); ++s)
     regs.push_back(atSlot(v, l, s, loc));
   return regs;
+}
+
+SmallVector<Value> KernelLowering::materialize(Value v, Location loc) {
+  return materializeIn(v, layoutOf(cast<RankedTensorType>(v.getType())), loc);
 }
 
 Value KernelLowering::elem(Value v, ArrayRef<Value> c, Location loc) {
@@ -549,9 +621,10 @@ bool KernelLowering::lowerOp(Operation *op) {
     auto rt = cast<RankedTensorType>(res.getType());
     if (ls.kind == Lowered::Dist) {
       // Same flat order and same layout: the registers carry over unchanged.
-      Layout a = layoutOf(ls.type), b = layoutOf(rt);
+      Layout a = layoutOfValue(src), b = layoutOf(rt);
       bool flatPreserving = isa<tile::ExpandDimsOp, tile::ReshapeOp, tile::HintOp>(op);
-      if (flatPreserving && a.vec == b.vec && a.replicated == b.replicated && a.total == b.total) {
+      if (flatPreserving && !a.mma && a.vec == b.vec && a.replicated == b.replicated &&
+          a.total == b.total) {
         Lowered l = ls;
         l.type = rt;
         vals_[res] = l;
@@ -641,9 +714,16 @@ bool KernelLowering::lowerElementwise(Operation *op) {
     return true;
   }
   Layout lay = layoutOf(rt);
+  for (Value operand : op->getOperands())
+    if (isa<RankedTensorType>(operand.getType()) && lookup(operand).kind == Lowered::Dist) {
+      lay = layoutOfValue(operand); // no conversion for the first register operand
+      break;
+    }
   Lowered l;
   l.kind = Lowered::Dist;
   l.type = rt;
+  if (lay.mma)
+    l.layout = lay;
   for (int64_t s = 0; s < lay.slots(); ++s) {
     IRMapping map;
     for (Value operand : op->getOperands())
@@ -998,8 +1078,108 @@ bool KernelLowering::lowerPrint(tile::PrintOp op) {
 }
 
 //===----------------------------------------------------------------------===//
+// dot on tensor cores: mma.sync.m16n8k16 (f16/bf16 -> f32), operands from the
+// shared-memory copies, accumulators in the mma layout.
+//===----------------------------------------------------------------------===//
+
+bool KernelLowering::lowerDotMma(tile::DotOp op, const Layout &lay, Value aS, Value bS) {
+  Location loc = op.getLoc();
+  auto at = op.getA().getType(), bt = op.getB().getType();
+  int64_t K = at.getDimSize(1), N = bt.getDimSize(1);
+  Type ea = at.getElementType();
+  Type i16 = b_.getI16Type(), i32 = b_.getI32Type(), f32 = b_.getF32Type();
+  SmallVector<Value> accs = materializeIn(op.getAcc(), lay, loc);
+  Value lane = arith::AndIOp::create(b_, loc, tid_, i32c(31, loc));
+  Value warp = arith::ShRUIOp::create(b_, loc, tid_, i32c(5, loc));
+  Value wr = arith::DivUIOp::create(b_, loc, warp, i32c(lay.wn, loc));
+  Value wc = arith::RemUIOp::create(b_, loc, warp, i32c(lay.wn, loc));
+  Value g = arith::ShRUIOp::create(b_, loc, lane, i32c(2, loc));                     // lane / 4
+  Value t2 = arith::ShLIOp::create(b_, loc, arith::AndIOp::create(b_, loc, lane, i32c(3, loc)),
+                                   i32c(1, loc));                                   // (lane % 4) * 2
+  Value rowBase = arith::AddIOp::create(b_, loc, arith::MulIOp::create(b_, loc, wr, i32c(lay.tm * 16, loc)), g);
+  Value colBase = arith::AddIOp::create(b_, loc, arith::MulIOp::create(b_, loc, wc, i32c(lay.tn * 8, loc)), g);
+  const char *asmText = ea.isBF16()
+      ? "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};"
+      : "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};";
+  auto resTy = LLVM::LLVMStructType::getLiteral(b_.getContext(), {f32, f32, f32, f32});
+
+  auto forOp = scf::ForOp::create(b_, loc, i32c(0, loc), i32c(K, loc), i32c(16, loc), accs);
+  {
+    OpBuilder::InsertionGuard guard(b_);
+    Block *body = forOp.getBody();
+    if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())
+      body->back().erase();
+    b_.setInsertionPointToEnd(body);
+    Value k0 = forOp.getInductionVar();
+    Value kc = arith::AddIOp::create(b_, loc, k0, t2);
+    // A (row-major M x K): the two halves of a register are adjacent in memory.
+    auto loadA = [&](Value row, Value col) -> Value {
+      Value idx = arith::AddIOp::create(b_, loc, arith::MulIOp::create(b_, loc, row, i32c(K, loc)), col);
+      Value p = smemPtr(aS, idx, i16, loc);
+      return LLVM::LoadOp::create(b_, loc, i32, p, 4);
+    };
+    // B (row-major K x N): k and k+1 are a row apart; pack two halves.
+    auto loadB = [&](Value k, Value col) -> Value {
+      Value i0 = arith::AddIOp::create(b_, loc, arith::MulIOp::create(b_, loc, k, i32c(N, loc)), col);
+      Value i1 = arith::AddIOp::create(b_, loc, i0, i32c(N, loc));
+      Value lo = LLVM::LoadOp::create(b_, loc, i16, smemPtr(bS, i0, i16, loc), 2);
+      Value hi = LLVM::LoadOp::create(b_, loc, i16, smemPtr(bS, i1, i16, loc), 2);
+      Value l32 = arith::ExtUIOp::create(b_, loc, i32, lo);
+      Value h32 = arith::ShLIOp::create(b_, loc, arith::ExtUIOp::create(b_, loc, i32, hi), i32c(16, loc));
+      return arith::OrIOp::create(b_, loc, l32, h32);
+    };
+    SmallVector<SmallVector<Value, 4>> aFrag(lay.tm), bFrag(lay.tn);
+    for (int64_t i = 0; i < lay.tm; ++i) {
+      Value r0 = arith::AddIOp::create(b_, loc, rowBase, i32c(i * 16, loc));
+      Value r8 = arith::AddIOp::create(b_, loc, r0, i32c(8, loc));
+      Value c8 = arith::AddIOp::create(b_, loc, kc, i32c(8, loc));
+      aFrag[i] = {loadA(r0, kc), loadA(r8, kc), loadA(r0, c8), loadA(r8, c8)};
+    }
+    for (int64_t j = 0; j < lay.tn; ++j) {
+      Value c = arith::AddIOp::create(b_, loc, colBase, i32c(j * 8, loc));
+      Value k8 = arith::AddIOp::create(b_, loc, kc, i32c(8, loc));
+      bFrag[j] = {loadB(kc, c), loadB(k8, c)};
+    }
+    (void)ea;
+    SmallVector<Value> next(forOp.getRegionIterArgs().begin(), forOp.getRegionIterArgs().end());
+    for (int64_t i = 0; i < lay.tm; ++i)
+      for (int64_t j = 0; j < lay.tn; ++j) {
+        int64_t base = (i * lay.tn + j) * 4;
+        SmallVector<Value> operands(aFrag[i].begin(), aFrag[i].end());
+        operands.append(bFrag[j].begin(), bFrag[j].end());
+        for (int q = 0; q < 4; ++q)
+          operands.push_back(next[base + q]);
+        auto asmOp = LLVM::InlineAsmOp::create(
+            b_, loc, resTy, operands, b_.getStringAttr(asmText),
+            b_.getStringAttr("=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f"), UnitAttr(), UnitAttr(),
+            LLVM::TailCallKindAttr::get(b_.getContext(), LLVM::tailcallkind::TailCallKind::None),
+            LLVM::AsmDialectAttr(), ArrayAttr());
+        for (int q = 0; q < 4; ++q)
+          next[base + q] = LLVM::ExtractValueOp::create(b_, loc, asmOp.getResult(0), ArrayRef<int64_t>{q});
+      }
+    scf::YieldOp::create(b_, loc, next);
+  }
+  Lowered l;
+  l.kind = Lowered::Dist;
+  l.type = op.getType();
+  l.layout = lay;
+  for (Value r : forOp.getResults())
+    l.regs.push_back(r);
+  vals_[op.getResult()] = l;
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
 // dot (FMA): operands through shared memory, one accumulator per owned element
 //===----------------------------------------------------------------------===//
+
+std::optional<Layout> KernelLowering::mmaLayoutFor(tile::DotOp op) {
+  auto at = op.getA().getType(), ct = op.getAcc().getType();
+  Type ea = at.getElementType();
+  if (!(ea.isF16() || ea.isBF16()) || !ct.getElementType().isF32() || at.getDimSize(1) % 16)
+    return std::nullopt;
+  return lowering::mmaLayoutFor(ct.getDimSize(0), ct.getDimSize(1), numWarps_);
+}
 
 bool KernelLowering::lowerDot(tile::DotOp op) {
   Location loc = op.getLoc();
@@ -1008,6 +1188,8 @@ bool KernelLowering::lowerDot(tile::DotOp op) {
   Type ea = at.getElementType(), ec = ct.getElementType();
   Value aS = toSmem(op.getA(), loc);
   Value bS = toSmem(op.getB(), loc);
+  if (std::optional<Layout> mma = mmaLayoutFor(op))
+    return lowerDotMma(op, *mma, aS, bS);
   Layout lay = layoutOf(ct);
   SmallVector<Value> accs = materialize(op.getAcc(), loc);
   Value lo = i32c(0, loc), hi = i32c(K, loc), one = i32c(1, loc);
@@ -1263,21 +1445,23 @@ SmallVector<Type> KernelLowering::flatTypes(Type t) {
   return {convertScalar(t)};
 }
 
-void KernelLowering::flatten(Value v, SmallVector<Value> &out, Location loc) {
-  if (isa<RankedTensorType>(v.getType())) {
-    for (Value r : materialize(v, loc))
+void KernelLowering::flatten(Value v, SmallVector<Value> &out, Location loc, const Layout *l) {
+  if (auto rt = dyn_cast<RankedTensorType>(v.getType())) {
+    for (Value r : materializeIn(v, l ? *l : layoutOf(rt), loc))
       out.push_back(r);
     return;
   }
   out.push_back(scalarOf(v));
 }
 
-void KernelLowering::bindFlat(Value v, ValueRange flat, size_t &pos) {
+void KernelLowering::bindFlat(Value v, ValueRange flat, size_t &pos, const Layout *lay) {
   Lowered l;
   if (auto rt = dyn_cast<RankedTensorType>(v.getType())) {
     l.kind = Lowered::Dist;
     l.type = rt;
-    size_t n = layoutOf(rt).slots();
+    if (lay && lay->mma)
+      l.layout = *lay;
+    size_t n = (lay ? *lay : layoutOf(rt)).slots();
     for (size_t i = 0; i < n; ++i)
       l.regs.push_back(flat[pos++]);
   } else {
@@ -1289,9 +1473,20 @@ void KernelLowering::bindFlat(Value v, ValueRange flat, size_t &pos) {
 
 bool KernelLowering::lowerFor(scf::ForOp op) {
   Location loc = op.getLoc();
+  // A carried tile that the body recomputes with a tensor-core dot stays in the
+  // accumulator layout across iterations; everything else uses the blocked one.
+  auto srcYield = cast<scf::YieldOp>(op.getBody()->getTerminator());
+  SmallVector<std::optional<Layout>> layouts;
+  for (Value y : srcYield.getOperands()) {
+    std::optional<Layout> l;
+    if (auto d = y.getDefiningOp<tile::DotOp>())
+      l = mmaLayoutFor(d);
+    layouts.push_back(l);
+  }
+  auto layoutPtr = [&](size_t i) -> const Layout * { return layouts[i] ? &*layouts[i] : nullptr; };
   SmallVector<Value> inits;
-  for (Value v : op.getInitArgs())
-    flatten(v, inits, loc);
+  for (auto [i, v] : llvm::enumerate(op.getInitArgs()))
+    flatten(v, inits, loc, layoutPtr(i));
   auto forOp = scf::ForOp::create(b_, loc, scalarOf(op.getLowerBound()), scalarOf(op.getUpperBound()),
                                   scalarOf(op.getStep()), inits);
   {
@@ -1306,8 +1501,8 @@ bool KernelLowering::lowerFor(scf::ForOp op) {
     vals_[op.getInductionVar()] = iv;
     size_t pos = 0;
     ValueRange args = forOp.getRegionIterArgs();
-    for (Value a : op.getRegionIterArgs())
-      bindFlat(a, args, pos);
+    for (auto [i, a] : llvm::enumerate(op.getRegionIterArgs()))
+      bindFlat(a, args, pos, layoutPtr(i));
     pushScope();
     Block &src = *op.getBody();
     for (Operation &o : src.without_terminator())
@@ -1316,15 +1511,15 @@ bool KernelLowering::lowerFor(scf::ForOp op) {
         return false;
       }
     SmallVector<Value> yields;
-    for (Value v : src.getTerminator()->getOperands())
-      flatten(v, yields, loc);
+    for (auto [i, v] : llvm::enumerate(src.getTerminator()->getOperands()))
+      flatten(v, yields, loc, layoutPtr(i));
     scf::YieldOp::create(b_, loc, yields);
     popScope();
   }
   size_t pos = 0;
   ValueRange results = forOp.getResults();
-  for (Value r : op.getResults())
-    bindFlat(r, results, pos);
+  for (auto [i, r] : llvm::enumerate(op.getResults()))
+    bindFlat(r, results, pos, layoutPtr(i));
   return true;
 }
 
