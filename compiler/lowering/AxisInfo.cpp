@@ -145,7 +145,12 @@ void AxisInfoAnalysis::visit(Operation *op) {
     AxisInfo a = get(e.getSrc());
     int64_t ax = e.getAxis();
     a.contiguity.insert(a.contiguity.begin() + ax, 1);
-    a.divisibility.insert(a.divisibility.begin() + ax, a.divisibility.empty() ? 1 : a.divisibility[0]);
+    // Along the new unit dimension every element starts its own run, so only
+    // a divisibility that holds for every element carries over.
+    int64_t every = kMax;
+    for (int64_t d = 0; d < a.rank(); ++d)
+      every = std::min(every, a.contiguity[d] > 1 ? int64_t(1) : a.divisibility[d]);
+    a.divisibility.insert(a.divisibility.begin() + ax, a.rank() ? every : 1);
     a.constancy.insert(a.constancy.begin() + ax, 1);
     return result(a);
   }
@@ -193,9 +198,17 @@ void AxisInfoAnalysis::visit(Operation *op) {
     for (int64_t d = 0; d < r.rank(); ++d) {
       bool identity = rhsConst && ((isShl && cst.isZero()) || (!isShl && cst.isOne()));
       r.contiguity[d] = identity ? a.contiguity[d] : 1;
+      if (identity) {
+        r.divisibility[d] = a.divisibility[d];
+        r.constancy[d] = std::min(a.constancy[d], b.constancy[d]);
+        continue;
+      }
+      // The product's runs have length 1, so every element must be divisible:
+      // inside a run of consecutive values only its first one is.
+      int64_t adiv = a.contiguity[d] > 1 ? 1 : a.divisibility[d];
       int64_t bdiv = isShl ? (rhsConst ? mul2(1, int64_t(1) << std::min<int64_t>(30, cst.getZExtValue())) : 1)
-                           : b.divisibility[d];
-      r.divisibility[d] = mul2(a.divisibility[d], bdiv);
+                           : (b.contiguity[d] > 1 ? 1 : b.divisibility[d]);
+      r.divisibility[d] = mul2(adiv, bdiv);
       r.constancy[d] = std::min(a.constancy[d], b.constancy[d]);
     }
     return result(r);

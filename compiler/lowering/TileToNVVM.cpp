@@ -775,49 +775,60 @@ bool KernelLowering::lowerLoad(tile::LoadOp op) {
   Lowered l;
   l.kind = Lowered::Dist;
   l.type = rt;
-  for (int64_t k = 0; k < lay.slots() / lay.vec; ++k) {
-    SmallVector<Value> ptrs, masks, others;
-    for (int64_t v = 0; v < lay.vec; ++v) {
-      int64_t s = k * lay.vec + v;
-      ptrs.push_back(atSlot(op.getPtr(), lay, s, loc));
-      masks.push_back(op.getMask() ? atSlot(op.getMask(), lay, s, loc) : Value());
-      others.push_back(op.getOther() ? atSlot(op.getOther(), lay, s, loc) : Value());
-    }
-    if (!vectorize) {
-      for (int64_t v = 0; v < lay.vec; ++v)
-        l.regs.push_back(loadOne(ptrs[v], masks[v], others[v]));
-      continue;
-    }
-    auto vt = VectorType::get({lay.vec}, et);
-    auto vecLoad = [&]() {
-      Value vec = LLVM::LoadOp::create(b_, loc, vt, ptrs[0], lay.vec * eb, op.getIsVolatile());
-      SmallVector<Value> lanes;
+  int64_t nslots = lay.slots();
+  SmallVector<Value> ptrs, masks, others;
+  for (int64_t s = 0; s < nslots; ++s) {
+    ptrs.push_back(atSlot(op.getPtr(), lay, s, loc));
+    masks.push_back(op.getMask() ? atSlot(op.getMask(), lay, s, loc) : Value());
+    others.push_back(op.getOther() ? atSlot(op.getOther(), lay, s, loc) : Value());
+  }
+  if (!vectorize) {
+    for (int64_t s = 0; s < nslots; ++s)
+      l.regs.push_back(loadOne(ptrs[s], masks[s], others[s]));
+    vals_[op.getResult()] = l;
+    return true;
+  }
+  // One guard for the whole tile: when every vector is in bounds (and aligned),
+  // all wide loads sit in one block and issue back to back; otherwise every
+  // element is loaded on its own. Guarding each vector separately put each
+  // load in its own branch and serialized their latencies.
+  auto vt = VectorType::get({lay.vec}, et);
+  auto vecLoads = [&]() {
+    SmallVector<Value> lanes;
+    for (int64_t k = 0; k < nslots / lay.vec; ++k) {
+      Value vec = LLVM::LoadOp::create(b_, loc, vt, ptrs[k * lay.vec], lay.vec * eb,
+                                       op.getIsVolatile());
       for (int64_t v = 0; v < lay.vec; ++v)
         lanes.push_back(LLVM::ExtractElementOp::create(b_, loc, vec, i32c(v, loc)));
-      return lanes;
-    };
-    // Whole vector in bounds (and aligned): one wide load; otherwise lane by lane.
-    Value all = vectorGuard(masks, ptrs[0], lay.vec * eb, plan.aligned, loc);
-    if (!all) {
-      for (Value x : vecLoad())
-        l.regs.push_back(x);
-      continue;
     }
-    SmallVector<Type> tys(lay.vec, et);
-    auto ifOp = scf::IfOp::create(b_, loc, tys, all, true, true);
-    {
-      OpBuilder::InsertionGuard g(b_);
-      b_.setInsertionPointToStart(ifOp.thenBlock());
-      scf::YieldOp::create(b_, loc, vecLoad());
-      b_.setInsertionPointToStart(ifOp.elseBlock());
-      SmallVector<Value> lanes;
-      for (int64_t v = 0; v < lay.vec; ++v)
-        lanes.push_back(loadOne(ptrs[v], masks[v], others[v]));
-      scf::YieldOp::create(b_, loc, lanes);
-    }
-    for (Value x : ifOp.getResults())
-      l.regs.push_back(x);
+    return lanes;
+  };
+  Value all;
+  for (int64_t k = 0; k < nslots / lay.vec; ++k) {
+    ArrayRef<Value> m(masks.begin() + k * lay.vec, masks.begin() + (k + 1) * lay.vec);
+    Value g = vectorGuard(m, ptrs[k * lay.vec], lay.vec * eb, plan.aligned, loc);
+    if (g)
+      all = all ? Value(arith::AndIOp::create(b_, loc, all, g)) : g;
   }
+  if (!all) {
+    l.regs = vecLoads();
+    vals_[op.getResult()] = l;
+    return true;
+  }
+  SmallVector<Type> tys(nslots, et);
+  auto ifOp = scf::IfOp::create(b_, loc, tys, all, true, true);
+  {
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointToStart(ifOp.thenBlock());
+    scf::YieldOp::create(b_, loc, vecLoads());
+    b_.setInsertionPointToStart(ifOp.elseBlock());
+    SmallVector<Value> lanes;
+    for (int64_t s = 0; s < nslots; ++s)
+      lanes.push_back(loadOne(ptrs[s], masks[s], others[s]));
+    scf::YieldOp::create(b_, loc, lanes);
+  }
+  for (Value x : ifOp.getResults())
+    l.regs.push_back(x);
   vals_[op.getResult()] = l;
   return true;
 }
