@@ -7,7 +7,9 @@
 #include <cstdlib>
 #include <functional>
 #include <optional>
+#include <random>
 #include <string>
+#include <vector>
 
 namespace tessera::testing {
 
@@ -45,6 +47,27 @@ inline std::string errorOf(const std::function<void()> &f) {
   }
   return "<no tessera::Error thrown>";
 }
+
+/// A fresh random seed per test (print `seed` on failure); TESSERA_TEST_SEED=n replays one.
+inline uint32_t freshSeed() {
+  if (const char *env = std::getenv("TESSERA_TEST_SEED"))
+    return uint32_t(std::strtoul(env, nullptr, 10));
+  return uint32_t(std::random_device{}());
+}
+
+/// Random inputs from a fresh, reportable seed.
+struct Seeded {
+  uint32_t seed = freshSeed();
+  std::mt19937 rng{seed};
+  std::vector<float> uniform(size_t n, float lo = -1, float hi = 1) {
+    std::uniform_real_distribution<float> d(lo, hi);
+    std::vector<float> v(n);
+    for (auto &x : v)
+      x = d(rng);
+    return v;
+  }
+  int range(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
+};
 
 } // namespace tessera::testing
 

@@ -7,6 +7,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "TestSupport.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -24,6 +26,8 @@
 using tessera::InterpArg;
 using tessera::InterpOptions;
 using tessera::InterpProgram;
+
+using tessera::testing::Seeded;
 
 namespace {
 
@@ -71,25 +75,6 @@ template <class T> double relErr(const std::vector<T> &out, const std::vector<do
   return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
 }
 
-/// A fresh random seed per test, printed on failure; TESSERA_TEST_SEED=n replays one.
-uint32_t freshSeed() {
-  if (const char *env = std::getenv("TESSERA_TEST_SEED"))
-    return uint32_t(std::strtoul(env, nullptr, 10));
-  return std::random_device{}();
-}
-
-struct Seeded {
-  uint32_t seed = freshSeed();
-  std::mt19937 rng{seed};
-  std::vector<float> uniform(size_t n, float lo = -1, float hi = 1) {
-    std::uniform_real_distribution<float> d(lo, hi);
-    std::vector<float> v(n);
-    for (auto &x : v)
-      x = d(rng);
-    return v;
-  }
-  int range(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
-};
 
 unsigned cdiv(unsigned a, unsigned b) { return (a + b - 1) / b; }
 

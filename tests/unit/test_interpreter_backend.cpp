@@ -27,6 +27,7 @@ using namespace tessera;
 
 using tessera::testing::EnvGuard;
 using tessera::testing::errorOf;
+using tessera::testing::Seeded;
 
 namespace {
 
@@ -38,23 +39,6 @@ bool contains(const std::string &s, const std::string &part) {
   return s.find(part) != std::string::npos;
 }
 
-/// A fresh random seed per test, printed on failure; TESSERA_TEST_SEED=n replays one.
-struct Seeded {
-  uint32_t seed = [] {
-    if (const char *env = std::getenv("TESSERA_TEST_SEED"))
-      return uint32_t(std::strtoul(env, nullptr, 10));
-    return uint32_t(std::random_device{}());
-  }();
-  std::mt19937 rng{seed};
-  std::vector<float> uniform(size_t n, float lo = -1, float hi = 1) {
-    std::uniform_real_distribution<float> d(lo, hi);
-    std::vector<float> v(n);
-    for (auto &x : v)
-      x = d(rng);
-    return v;
-  }
-  int range(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
-};
 
 /// ||out - ref|| / ||ref||
 double relErr(const std::vector<float> &out, const std::vector<double> &ref) {
