@@ -21,11 +21,20 @@ Kernel compileImpl(Context &ctx, const std::string &path, const std::string *tex
     throw Error("num_warps must be a power of two from 1 to 32, got " +
                 std::to_string(options.numWarps));
   bool gpu = ctx.backend().kind() == BackendKind::Cuda;
+  // sm_90a code runs only on compute capability 9.0 exactly, which is what the
+  // context's device is: take it, so that dot can use wgmma.
+  std::string target = options.arch;
+  if (target.empty() && gpu)
+    target = ctx.target() == "sm_90" ? "sm_90a" : ctx.target();
   CompileOptions co;
   co.constexprs = constexprs;
   co.importPaths = options.importPaths;
   co.lowerToGPU = gpu;
+  co.arch = target;
   co.numWarps = options.numWarps;
+  co.numStages = options.numStages;
+  if (options.numStages < 1 || options.numStages > 8)
+    throw Error("num_stages must be from 1 to 8, got " + std::to_string(options.numStages));
   // The interpreter reads the tile IR text; keep its locations so that its
   // reports (out-of-bounds accesses) name .tile source lines.
   co.debugInfo = !gpu;
@@ -47,7 +56,6 @@ Kernel compileImpl(Context &ctx, const std::string &path, const std::string *tex
     return Kernel(m.function(kernel), sig, config);
   }
   config.sharedMemoryBytes = size_t(r.sharedBytes[kernel]);
-  std::string target = options.arch.empty() ? ctx.target() : options.arch;
   TargetOptions to;
   to.arch = target;
   to.numWarps = options.numWarps;
@@ -71,7 +79,9 @@ Kernel compileImpl(Context &ctx, const std::string &path, const std::string *tex
     in.sources = r.sources;
     in.kernelName = kernel;
     in.constexprs = sig.constexprs;
-    in.options = {{"num_warps", std::to_string(options.numWarps)}, {"emit", "ptx"}};
+    in.options = {{"num_warps", std::to_string(options.numWarps)},
+                  {"num_stages", std::to_string(options.numStages)},
+                  {"emit", "ptx"}};
     in.compilerVersion = compilerVersion();
     in.target = target;
     CacheStatus status;

@@ -150,6 +150,8 @@ static CompileResult compileImpl(const std::string &path, const std::string *tex
     std::string error;
     lowering::LoweringOptions lo;
     lo.numWarps = options.numWarps;
+    lo.arch = options.arch;
+    lo.numStages = options.numStages;
     if (!lowering::lowerTileToNVVM(*fr.module, lo, error) || failed(verify(*fr.module))) {
       r.ok = false;
       r.diagnostics = (error.empty() ? std::string("error: GPU lowering produced invalid IR") : error) + "\n";

@@ -11,6 +11,10 @@ namespace tessera::lowering {
 
 struct LoweringOptions {
   int numWarps = 4;
+  /// Target whose instructions may be used ("" = sm_80 baseline).
+  std::string arch;
+  /// Pipeline depth for loops feeding `dot` (1 = no pipelining).
+  int numStages = 3;
 };
 
 /// Rewrites every `tile.kernel` function of `module` in place. Each becomes a

@@ -67,6 +67,17 @@ bool parseNumWarps(const std::string &v, int &numWarps, std::string &error) {
   return true;
 }
 
+bool parseNumStages(const std::string &v, int &numStages, std::string &error) {
+  char *end = nullptr;
+  long n = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || !end || *end || n < 1 || n > 8) {
+    error = "--num-stages must be an integer from 1 to 8, got '" + v + "'";
+    return false;
+  }
+  numStages = int(n);
+  return true;
+}
+
 bool parseUnsigned(const std::string &text, unsigned long long &value) {
   if (text.empty() || text.size() > 18)
     return false;

@@ -53,6 +53,7 @@ bool parseDefine(const std::string &text, std::map<std::string, ConstexprValue> 
                  std::string &error);
 /// --num-warps: a power of two from 1 to 32.
 bool parseNumWarps(const std::string &text, int &numWarps, std::string &error);
+bool parseNumStages(const std::string &text, int &numStages, std::string &error);
 /// A non-negative decimal integer that fits in `long long`.
 bool parseUnsigned(const std::string &text, unsigned long long &value);
 

@@ -32,6 +32,7 @@ options:
   --arch=SM          GPU target for llvm/ptx/cubin: sm_80, sm_90 (default), sm_90a,
                      or another sm_NN[a] that LLVM and ptxas know
   --num-warps N      warps per program instance (power of two, default 4)
+  --num-stages N     shared-memory stages for loops feeding dot (1..8, default 3)
   -o PATH            write the output to PATH instead of stdout
   -I DIR             also search DIR for imported files; repeatable
   --no-opt           skip canonicalization and CSE of the tile IR
@@ -75,6 +76,9 @@ int cmdCompile(int argc, char **argv) {
     } else if (args.value("--num-warps", v)) {
       if (!parseNumWarps(v, opts.numWarps, err))
         return usageError(err, kCompileHelp);
+    } else if (args.value("--num-stages", v)) {
+      if (!parseNumStages(v, opts.numStages, err))
+        return usageError(err, kCompileHelp);
     } else if (a == "--no-opt") {
       opts.optimize = false;
     } else if (args.missingValue()) {
@@ -105,6 +109,7 @@ int cmdCompile(int argc, char **argv) {
     return kInputError;
   }
   opts.lowerToGPU = emit != "tile";
+  opts.arch = arch;
 
   tessera::CompileResult r = tessera::compileFile(file, kernel, opts);
   if (!r.ok) {

@@ -53,6 +53,7 @@ options:
   -I DIR           also search DIR for imported files; repeatable
   --grid X[,Y,Z]   program instances in each dimension (required)
   --num-warps N    warps per program instance on the GPU (power of two, default 4)
+  --num-stages N   shared-memory pipeline stages for loops feeding dot (default 3)
   --interpret      run in the CPU interpreter even when a GPU is present
   --check          run on the GPU and in the interpreter with the same inputs and
                    compare every buffer: max relative error = max|gpu - interp| /
@@ -358,6 +359,7 @@ struct RunOptions {
   Grid grid;
   bool gridGiven = false;
   int numWarps = 4;
+  int numStages = 3;
   bool interpret = false, check = false;
   uint64_t seed = 0;
   double tol = 1e-5;
@@ -542,6 +544,7 @@ int execute(Backends &be, const RunOptions &o, Report &rep, Inputs &in) {
   rep.kernel = o.kernel;
   JitOptions jo;
   jo.numWarps = o.numWarps;
+  jo.numStages = o.numStages;
   jo.importPaths = o.importPaths;
   Kernel gk, ik;
   try {
@@ -977,6 +980,9 @@ int cmdRun(int argc, char **argv) {
       o.gridGiven = true;
     } else if (args.value("--num-warps", v)) {
       if (!parseNumWarps(v, o.numWarps, err))
+        return usageError(err, kRunHelp);
+    } else if (args.value("--num-stages", v)) {
+      if (!parseNumStages(v, o.numStages, err))
         return usageError(err, kRunHelp);
     } else if (a == "--interpret") {
       o.interpret = true;

@@ -23,6 +23,13 @@ struct CompileOptions {
   bool lowerToGPU = false;
   /// Warps per program instance on the GPU (a power of two, 1..32).
   int numWarps = 4;
+  /// NVPTX target the lowering may use instructions of ("sm_80", "sm_90",
+  /// "sm_90a"). Empty: only what every supported target has (sm_80).
+  /// `wgmma` is used only for "sm_90a".
+  std::string arch;
+  /// Shared-memory stages of the software pipeline for loops that load the
+  /// operands of `dot` (1 = no pipelining).
+  int numStages = 3;
   /// Print CompileResult::tileIR with its source locations (`loc(...)`), so
   /// that a consumer of the text (the interpreter) can name .tile lines.
   bool debugInfo = false;

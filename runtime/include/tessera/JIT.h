@@ -21,8 +21,12 @@ namespace tessera {
 struct JitOptions {
   /// Warps per program instance (block = 32 * numWarps threads).
   int numWarps = 4;
-  /// NVPTX target; empty = the context's device (e.g. "sm_90").
+  /// NVPTX target; empty = the context's device ("sm_90a" on a Hopper GPU,
+  /// so that `dot` can use wgmma; "sm_80" on an A100).
   std::string arch;
+  /// Shared-memory stages of the software pipeline for loops feeding `dot`
+  /// (1 = none).
+  int numStages = 3;
   /// Extra directories for `from "x.tile" import ...`.
   std::vector<std::string> importPaths;
   /// Use the in-memory and on-disk kernel cache ($TESSERA_CACHE_DIR).
