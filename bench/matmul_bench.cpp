@@ -6,6 +6,10 @@
 #include "tessera/tessera.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <set>
+#include <sstream>
 #include <cstdio>
 #include <iostream>
 #include <random>
@@ -17,8 +21,23 @@ using namespace tessera;
 namespace {
 struct Config {
   int64_t bm, bn, bk, group;
-  int warps;
+  int warps, stages;
+  std::string text() const {
+    return "BM=" + std::to_string(bm) + ",BN=" + std::to_string(bn) + ",BK=" + std::to_string(bk) +
+           ",num_warps=" + std::to_string(warps) + ",num_stages=" + std::to_string(stages);
+  }
 };
+
+// The documented search space (bench/NOTES.md). 16-bit operands: wgmma tiles
+// on sm_90a (BM = 16 * num_warps), plus the mma.sync tile of the first
+// tensor-core version; other types: the FMA back end's tiles.
+std::vector<Config> configsFor(const std::string &dt) {
+  if (dt == "bf16" || dt == "f16")
+    return {{128, 128, 64, 8, 8, 3}, {128, 128, 64, 8, 8, 4}, {128, 256, 64, 8, 8, 3},
+            {128, 256, 64, 8, 8, 4}, {64, 256, 64, 8, 4, 4},  {128, 128, 32, 8, 8, 1}};
+  return {{64, 64, 16, 8, 4, 1},   {64, 64, 32, 8, 8, 1},  {128, 64, 16, 8, 8, 1},
+          {128, 128, 32, 8, 8, 1}, {128, 64, 32, 8, 4, 1}, {64, 128, 32, 8, 4, 1}};
+}
 
 // Median of 5 timings of `iters` back-to-back launches, in ms per launch.
 double timeMs(Context &ctx, const std::function<void()> &fn, int iters) {
@@ -37,21 +56,67 @@ double timeMs(Context &ctx, const std::function<void()> &fn, int iters) {
   std::sort(t.begin(), t.end());
   return t[2];
 }
+
+double toDouble(const uint8_t *p, const std::string &dt) {
+  if (dt == "i8")
+    return double(int8_t(*p));
+  if (dt == "f32") {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  uint16_t bits;
+  std::memcpy(&bits, p, 2);
+  if (dt == "bf16") {
+    bf16 h;
+    h.bits = bits;
+    return float(h);
+  }
+  f16 h;
+  h.bits = bits;
+  return float(h);
+}
+
+// Random operand bytes for values in [-1, 1] (i8: [-64, 63]).
+void fillRandom(std::vector<uint8_t> &h, const std::string &dt, std::mt19937 &rng) {
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  size_t eb = dt == "f32" ? 4 : dt == "i8" ? 1 : 2;
+  for (size_t k = 0; k < h.size(); k += eb) {
+    float x = u(rng);
+    if (dt == "i8") {
+      h[k] = uint8_t(int8_t(std::lround(x * 63.5f)));
+    } else if (dt == "f32") {
+      std::memcpy(&h[k], &x, 4);
+    } else if (dt == "bf16") {
+      uint16_t b = bf16(x).bits;
+      std::memcpy(&h[k], &b, 2);
+    } else {
+      uint16_t b = f16(x).bits;
+      std::memcpy(&h[k], &b, 2);
+    }
+  }
+}
 } // namespace
 
 int main(int argc, char **argv) {
   if (argc < 5 || (argc - 1) % 4 != 0) {
-    std::cerr << "usage: matmul_bench DT M N K [DT M N K ...]\n";
+    std::cerr << "usage: matmul_bench DT M N K [DT M N K ...]\n"
+                 "  env TESSERA_MATMUL_FILE: kernel file (default kernels_dsl/basics/matmul.tile)\n"
+                 "  env MATMUL_CONFIGS=i,j,...: only these entries of the config list\n";
     return 2;
   }
   std::string kernels = std::getenv("TESSERA_KERNELS_DIR") ? std::getenv("TESSERA_KERNELS_DIR")
                                                            : std::string(TESSERA_SOURCE_DIR) + "/kernels_dsl";
+  std::string file = std::getenv("TESSERA_MATMUL_FILE") ? std::getenv("TESSERA_MATMUL_FILE")
+                                                        : kernels + "/basics/matmul.tile";
+  std::set<size_t> only;
+  if (const char *e = std::getenv("MATMUL_CONFIGS")) {
+    std::istringstream list(e);
+    for (std::string t; std::getline(list, t, ',');)
+      only.insert(std::stoul(t));
+  }
   try {
     Context ctx;
-    // The FMA back end keeps one accumulator per owned element: small tiles
-    // avoid spills. This list is the whole search space for now.
-    const std::vector<Config> configs = {{64, 64, 16, 8, 4},   {64, 64, 32, 8, 8},  {128, 64, 16, 8, 8},
-                                         {128, 128, 32, 8, 8}, {128, 64, 32, 8, 4}, {64, 128, 32, 8, 4}};
     std::mt19937 rng(7);
     for (int i = 1; i + 3 < argc; i += 4) {
       std::string dt = argv[i];
@@ -59,24 +124,41 @@ int main(int argc, char **argv) {
       bool isInt = dt == "i8";
       size_t eb = dt == "f32" ? 4 : isInt ? 1 : 2;
       std::string out = isInt ? "i32" : "f32";
-      // Random operand bytes: any bit pattern in [-1, 1] range is fine for timing.
       auto a = ctx.allocBytes(size_t(M * K) * eb), b = ctx.allocBytes(size_t(K * N) * eb);
       auto c = ctx.allocBytes(size_t(M * N) * 4);
       std::vector<uint8_t> ha(a.size()), hb(b.size());
-      for (auto *h : {&ha, &hb})
-        for (size_t k = 0; k < h->size(); ++k)
-          (*h)[k] = uint8_t(isInt ? rng() : (k % eb == eb - 1 ? 0x3c : rng())); // keep floats small
+      fillRandom(ha, dt, rng);
+      fillRandom(hb, dt, rng);
       a.copyFromHost(ha.data(), ha.size());
       b.copyFromHost(hb.data(), hb.size());
+      // fp64 reference at sampled entries (all of C is too slow on the CPU at 8192^3).
+      std::vector<std::pair<int64_t, int64_t>> samples;
+      std::uniform_int_distribution<int64_t> rm(0, M - 1), rn(0, N - 1);
+      samples.push_back({M - 1, N - 1});
+      for (int s = 0; s < 512; ++s)
+        samples.push_back({rm(rng), rn(rng)});
+      std::vector<double> ref;
+      for (auto [r, q] : samples) {
+        double acc = 0;
+        for (int64_t k = 0; k < K; ++k)
+          acc += toDouble(&ha[size_t(r * K + k) * eb], dt) * toDouble(&hb[size_t(k * N + q) * eb], dt);
+        ref.push_back(acc);
+      }
       double best = 1e30;
       std::string bestCfg;
-      for (const Config &cfg : configs) {
+      std::string all;
+      std::vector<Config> configs = configsFor(dt);
+      for (size_t ci = 0; ci < configs.size(); ++ci) {
+        if (!only.empty() && !only.count(ci))
+          continue;
+        const Config &cfg = configs[ci];
         JitOptions o;
         o.numWarps = cfg.warps;
+        o.numStages = cfg.stages;
         std::map<std::string, ConstexprValue> cx = {
             {"BM", cfg.bm}, {"BN", cfg.bn}, {"BK", cfg.bk}, {"GROUP", cfg.group},
             {"DT", *parseDType(dt)}, {"ACC", *parseDType(isInt ? "i32" : "f32")}, {"OUT", *parseDType(out)}};
-        Kernel k = compile(ctx, kernels + "/basics/matmul.tile", "matmul", cx, o);
+        Kernel k = compile(ctx, file, "matmul", cx, o);
         Grid g = Grid::of(cdiv(M, cfg.bm) * cdiv(N, cfg.bn));
         auto launch = [&] {
           std::vector<ArgValue> args = makeArgs(
@@ -87,18 +169,40 @@ int main(int argc, char **argv) {
             args[p].type = k.signature().params[p].type;
           k.launchWithArgs(ctx.stream(), g, args);
         };
+        // Correctness first: poisoned output (NaN / 0xFFFFFFFF), one launch,
+        // sampled entries against the fp64 reference.
+        c.memset(0xFF);
+        launch();
+        ctx.synchronize();
+        std::vector<uint8_t> hc(c.size());
+        c.copyToHost(hc.data(), hc.size());
+        double num = 0, den = 0;
+        for (size_t s = 0; s < samples.size(); ++s) {
+          auto [r, q] = samples[s];
+          double got = isInt ? double(*reinterpret_cast<int32_t *>(&hc[size_t(r * N + q) * 4]))
+                             : double(*reinterpret_cast<float *>(&hc[size_t(r * N + q) * 4]));
+          num += (got - ref[s]) * (got - ref[s]);
+          den += ref[s] * ref[s];
+        }
+        double rel = std::sqrt(num / den);
+        if (!(rel <= 1e-2))
+          std::cerr << "matmul_bench: WRONG RESULT " << dt << " " << M << "x" << N << "x" << K << " "
+                    << cfg.text() << ": relative error " << rel << "\n";
         double ms = timeMs(ctx, launch, 3);
-        if (ms < best) {
+        char buf[256];
+        std::snprintf(buf, sizeof buf, "%s{\"config\": \"%s\", \"ms\": %.4f, \"rel_err\": %.3g}",
+                      all.empty() ? "" : ", ", cfg.text().c_str(), ms, rel);
+        all += buf;
+        if (rel <= 1e-2 && ms < best) {
           best = ms;
-          bestCfg = "BM=" + std::to_string(cfg.bm) + ",BN=" + std::to_string(cfg.bn) + ",BK=" +
-                    std::to_string(cfg.bk) + ",num_warps=" + std::to_string(cfg.warps);
+          bestCfg = cfg.text();
         }
       }
       double tflops = 2.0 * double(M) * double(N) * double(K) / (best * 1e9);
       std::printf("{\"impl\": \"tessera\", \"dtype\": \"%s\", \"M\": %lld, \"N\": %lld, \"K\": %lld, \"ms\": %.4f, "
-                  "\"tflops\": %.2f, \"config\": \"%s\", \"device\": \"%s\"}\n",
+                  "\"tflops\": %.2f, \"config\": \"%s\", \"device\": \"%s\", \"configs\": [%s]}\n",
                   dt.c_str(), (long long)M, (long long)N, (long long)K, best, tflops, bestCfg.c_str(),
-                  ctx.deviceName().c_str());
+                  ctx.deviceName().c_str(), all.c_str());
       std::fflush(stdout);
     }
   } catch (const std::exception &e) {

@@ -198,6 +198,10 @@ public:
   void unloadModule(ModuleHandle module) noexcept override {
     if (module && setCurrentNoThrow())
       api_.cuModuleUnload(cu(module));
+    // A later module's functions may reuse an unloaded function's handle value:
+    // forget every opt-in rather than skip one that a new function needs.
+    std::lock_guard<std::mutex> lock(sharedMutex_);
+    optedIn_.clear();
   }
   FunctionHandle getFunction(ModuleHandle module, const std::string &name) override {
     makeCurrent();

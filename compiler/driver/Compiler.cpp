@@ -120,6 +120,9 @@ FrontendResult runFrontend(MLIRContext &ctx, const std::string &path, const std:
     PassManager pm(&ctx);
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
+    // Loop-invariant index math (e.g. `BK * stride_bk`) leaves the loop, so
+    // the software pipeliner sees uniform pointer steps.
+    pm.addPass(createLoopInvariantCodeMotionPass());
     if (failed(pm.run(*res.module)) && !diags.hasErrors())
       diags.error(fileLoc, "internal compiler error: tile-level optimization failed");
   }

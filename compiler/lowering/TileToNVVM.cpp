@@ -12,10 +12,7 @@
 // reduction result, the operands of `dot`) is first copied to shared memory,
 // once per region, and read back from there.
 // Scalars are uniform across the block and stay plain SSA values.
-#include "Lowering.h"
-
-#include "AxisInfo.h"
-#include "tile/TileDialect.h"
+#include "KernelLowering.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -33,240 +30,8 @@ using namespace mlir;
 namespace tile = tessera::tile;
 
 namespace tessera::lowering {
-namespace {
 
-constexpr int64_t kMaxSharedBytes = 227 * 1024;
-
-/// Canonical distribution of a tile shape over the block's threads.
-struct Layout {
-  SmallVector<int64_t, 4> shape;
-  int64_t total = 1;
-  int64_t vec = 1;
-  int64_t chunks = 1;
-  bool replicated = false; // fewer elements than threads: thread t holds element t % total
-  // Tensor-core accumulator layout (mma.sync m16n8): a wm x wn grid of warps,
-  // each owning tm x tn tiles of 16x8, four elements per thread per tile.
-  bool mma = false;
-  int64_t wm = 1, wn = 1, tm = 1, tn = 1;
-  int64_t slots() const { return mma ? tm * tn * 4 : replicated ? 1 : chunks * vec; }
-  bool operator==(const Layout &o) const {
-    return shape == o.shape && mma == o.mma && vec == o.vec && replicated == o.replicated &&
-           wm == o.wm && wn == o.wn;
-  }
-  bool operator!=(const Layout &o) const { return !(*this == o); }
-};
-
-/// The mma.sync accumulator layout for an M x N tile, or nothing when the
-/// shape does not split into 16x8 tiles over the warps.
-std::optional<Layout> mmaLayoutFor(int64_t M, int64_t N, int64_t numWarps) {
-  std::optional<Layout> best;
-  for (int64_t wm = 1; wm <= numWarps; wm *= 2) {
-    int64_t wn = numWarps / wm;
-    if (M % (16 * wm) || N % (8 * wn))
-      continue;
-    Layout l;
-    l.shape = {M, N};
-    l.total = M * N;
-    l.mma = true;
-    l.wm = wm;
-    l.wn = wn;
-    l.tm = M / (16 * wm);
-    l.tn = N / (8 * wn);
-    // Prefer square warp tiles: fewest fragment loads per mma.
-    auto skew = [](const Layout &x) { return std::abs(x.tm * 16 - x.tn * 8); };
-    if (!best || skew(l) < skew(*best))
-      best = l;
-  }
-  return best;
-}
-
-Layout layoutFor(ArrayRef<int64_t> shape, int64_t threads) {
-  Layout l;
-  l.shape.assign(shape.begin(), shape.end());
-  for (int64_t d : shape)
-    l.total *= d;
-  if (l.total < threads) {
-    l.replicated = true;
-    return l;
-  }
-  int64_t last = shape.empty() ? 1 : shape.back();
-  l.vec = std::min<int64_t>(4, last);
-  while (l.vec > 1 && l.total < threads * l.vec)
-    l.vec /= 2;
-  l.chunks = l.total / (threads * l.vec);
-  return l;
-}
-
-struct Lowered {
-  enum Kind { None, Scalar, Dist, Virtual } kind = None;
-  Value scalar;                // Scalar
-  SmallVector<Value> regs;     // Dist: one per slot
-  RankedTensorType type;       // tiles
-  std::optional<Layout> layout; // Dist: when not the canonical blocked layout
-};
-
-int64_t byteWidth(Type t) {
-  if (isa<LLVM::LLVMPointerType>(t))
-    return 8;
-  return std::max<int64_t>(1, t.getIntOrFloatBitWidth() / 8);
-}
-
-int64_t log2i(int64_t v) {
-  int64_t r = 0;
-  while ((int64_t(1) << r) < v)
-    ++r;
-  return r;
-}
-
-class KernelLowering {
-public:
-  KernelLowering(ModuleOp module, func::FuncOp src, const LoweringOptions &opts)
-      : module_(module), src_(src), b_(module.getContext()), axis_(src),
-        numWarps_(opts.numWarps), threads_(32 * opts.numWarps) {}
-
-  bool run(std::string &error);
-
-private:
-  // ---- helpers ----
-  bool fail(Operation *op, const std::string &msg) {
-    if (error_.empty()) {
-      std::string where;
-      if (auto fl = dyn_cast<FileLineColLoc>(op->getLoc()))
-        where = fl.getFilename().str() + ":" + std::to_string(fl.getLine()) + ":" +
-                std::to_string(fl.getColumn()) + ": ";
-      error_ = where + "error: " + msg;
-    }
-    return false;
-  }
-  Type convertElem(Type t) {
-    if (isa<tile::PtrType>(t))
-      return LLVM::LLVMPointerType::get(b_.getContext(), 1);
-    return t;
-  }
-  Type convertScalar(Type t) { return convertElem(t); }
-  Value i32c(int64_t v, Location loc) {
-    return arith::ConstantOp::create(b_, loc, b_.getI32IntegerAttr(int32_t(v)));
-  }
-  Value entryConst(TypedAttr attr) {
-    OpBuilder::InsertionGuard g(b_);
-    b_.setInsertionPointAfter(tid_.getDefiningOp());
-    return arith::ConstantOp::create(b_, src_.getLoc(), attr);
-  }
-
-  Layout layoutOf(RankedTensorType t) { return layoutFor(t.getShape(), threads_); }
-  /// The layout a Dist value's registers are in.
-  Layout layoutOfValue(Value v) {
-    Lowered &l = lookup(v);
-    if (l.kind == Lowered::Dist && l.layout)
-      return *l.layout;
-    return layoutOf(cast<RankedTensorType>(v.getType()));
-  }
-  /// The value's elements in layout `l`, converting through shared memory if needed.
-  SmallVector<Value> materializeIn(Value v, const Layout &l, Location loc);
-  std::optional<Layout> mmaLayoutFor(tile::DotOp op);
-
-  // Coordinates of slot `s` of `layout`, computed once in the entry block.
-  ArrayRef<Value> coords(const Layout &l, int64_t s);
-  Value flatIndex(ArrayRef<Value> c, ArrayRef<int64_t> shape, Location loc);
-  SmallVector<Value> unflatten(Value flat, ArrayRef<int64_t> shape, Location loc);
-
-  // ---- value access ----
-  Lowered &lookup(Value v) { return vals_[v]; }
-  Value scalarOf(Value v) { return vals_[v].scalar; }
-  Value elem(Value v, ArrayRef<Value> c, Location loc);
-  Value atSlot(Value v, const Layout &l, int64_t s, Location loc);
-  SmallVector<Value> materialize(Value v, Location loc);
-  Value toSmem(Value v, Location loc);
-  Value smemBase(int64_t offsetBytes, Location loc);
-  int64_t allocSmem(int64_t bytes);
-  Value smemPtr(Value base, Value index, Type elemTy, Location loc);
-  void barrier(Location loc) { NVVM::Barrier0Op::create(b_, loc); }
-  /// How a contiguous group of `vec` lanes may be accessed as one vector.
-  struct VectorPlan {
-    bool contiguous = false; // proven consecutive addresses
-    bool aligned = false;    // proven vec*bytes alignment (else checked at run time)
-  };
-  VectorPlan planVector(const Layout &lay, Value ptr, Type et) {
-    AxisInfo ai = axis_.get(ptr);
-    int64_t eb = byteWidth(et);
-    VectorPlan p;
-    p.contiguous = !lay.replicated && lay.vec > 1 && ai.contiguity.back() >= lay.vec &&
-                   lay.vec * eb <= 16 && !isa<LLVM::LLVMPointerType>(et);
-    p.aligned = ai.divisibility.back() >= lay.vec * eb;
-    return p;
-  }
-  /// The condition under which the vector access is taken: every lane's mask
-  /// on and, when not proven, the first address aligned. Null: always.
-  Value vectorGuard(ArrayRef<Value> masks, Value firstPtr, int64_t bytes, bool aligned,
-                    Location loc) {
-    Value cond;
-    for (Value m : masks)
-      if (m)
-        cond = cond ? Value(arith::AndIOp::create(b_, loc, cond, m)) : m;
-    if (!aligned) {
-      Value addr = LLVM::PtrToIntOp::create(b_, loc, b_.getI64Type(), firstPtr);
-      Value low = arith::AndIOp::create(
-          b_, loc, addr, arith::ConstantOp::create(b_, loc, b_.getI64IntegerAttr(bytes - 1)));
-      Value ok = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::eq, low,
-                                       arith::ConstantOp::create(b_, loc, b_.getI64IntegerAttr(0)));
-      cond = cond ? Value(arith::AndIOp::create(b_, loc, cond, ok)) : ok;
-    }
-    return cond;
-  }
-  /// scf.if without results, with a terminator in every block it has.
-  scf::IfOp makeIf(Value cond, bool withElse, Location loc) {
-    auto ifOp = scf::IfOp::create(b_, loc, TypeRange{}, cond, true, withElse);
-    for (Region *r : {&ifOp.getThenRegion(), &ifOp.getElseRegion()})
-      for (Block &blk : *r)
-        if (blk.empty() || !blk.back().hasTrait<OpTrait::IsTerminator>()) {
-          OpBuilder::InsertionGuard g(b_);
-          b_.setInsertionPointToEnd(&blk);
-          scf::YieldOp::create(b_, loc);
-        }
-    return ifOp;
-  }
-  Value isPrimary(const Layout &l, Location loc);
-
-  // ---- op lowering ----
-  bool lowerBlock(Block &blk);
-  bool lowerOp(Operation *op);
-  bool lowerElementwise(Operation *op);
-  bool lowerLoad(tile::LoadOp op);
-  bool lowerStore(tile::StoreOp op);
-  bool lowerAtomic(Operation *op);
-  bool lowerDot(tile::DotOp op);
-  bool lowerDotMma(tile::DotOp op, const Layout &lay, Value aS, Value bS);
-  bool lowerPrint(tile::PrintOp op);
-  bool lowerReduce(tile::ReduceOp op);
-  bool lowerFor(scf::ForOp op);
-  bool lowerIf(scf::IfOp op);
-  bool lowerWhile(scf::WhileOp op);
-  SmallVector<Value> combine(tile::ReduceOp op, ValueRange lhs, ValueRange rhs);
-  Value shuffleXor(Value v, int offset, Location loc);
-  void flatten(Value v, SmallVector<Value> &out, Location loc, const Layout *l = nullptr);
-  SmallVector<Type> flatTypes(Type t);
-  void bindFlat(Value v, ValueRange flat, size_t &pos, const Layout *l = nullptr);
-
-  void pushScope() { memo_.emplace_back(); }
-  void popScope() { memo_.pop_back(); }
-
-  ModuleOp module_;
-  func::FuncOp src_, dst_;
-  OpBuilder b_;
-  AxisInfoAnalysis axis_;
-  int numWarps_;
-  int64_t threads_;
-  Value tid_;
-  LLVM::GlobalOp smemGlobal_;
-  int64_t smemUsed_ = 0;
-  int printCount_ = 0;
-  DenseMap<Value, Lowered> vals_;
-  DenseMap<Value, int64_t> smemOffsets_;
-  std::map<std::pair<std::vector<int64_t>, int64_t>, SmallVector<Value>> coordCache_;
-  using MemoKey = std::pair<void *, std::vector<void *>>;
-  std::vector<std::map<MemoKey, Value>> memo_;
-  std::string error_;
-};
+using namespace detail;
 
 //===----------------------------------------------------------------------===//
 // Coordinates and shared memory
@@ -275,6 +40,7 @@ private:
 ArrayRef<Value> KernelLowering::coords(const Layout &l, int64_t s) {
   std::vector<int64_t> key(l.shape.begin(), l.shape.end());
   key.push_back(l.mma ? l.wm * 1000 + l.wn : -1);
+  key.push_back(l.vec);
   auto it = coordCache_.find({key, s});
   if (it != coordCache_.end())
     return it->second;
@@ -436,7 +202,12 @@ Value KernelLowering::elem(Value v, ArrayRef<Value> c, Location loc) {
       return f->second;
   Value r;
   auto shape = lv.type.getShape();
-  if (lv.kind == Lowered::Dist) {
+  if (lv.kind == Lowered::Offset) {
+    Value p = elem(lv.base, c, loc);
+    Type et = cast<tile::PtrType>(getElementTypeOrSelf(lv.type)).getPointeeType();
+    r = LLVM::GEPOp::create(b_, loc, LLVM::LLVMPointerType::get(b_.getContext(), 1),
+                            convertElem(et), p, ValueRange{lv.scalar});
+  } else if (lv.kind == Lowered::Dist) {
     // Registers read at arbitrary coordinates: through shared memory.
     Value base = toSmem(v, loc);
     Type et = convertElem(lv.type.getElementType());
@@ -525,7 +296,7 @@ bool KernelLowering::run(std::string &error) {
     if (!(smemGlobal_ = module_.lookupSymbol<LLVM::GlobalOp>("__tessera_smem")))
       smemGlobal_ = LLVM::GlobalOp::create(
           b_, loc, LLVM::LLVMArrayType::get(b_.getI8Type(), 0), /*isConstant=*/false,
-          LLVM::Linkage::External, "__tessera_smem", Attribute(), /*alignment=*/16,
+          LLVM::Linkage::External, "__tessera_smem", Attribute(), /*alignment=*/1024,
           /*addrSpace=*/3);
   }
 
@@ -704,7 +475,7 @@ bool KernelLowering::lowerElementwise(Operation *op) {
   for (Value operand : op->getOperands())
     if (isa<RankedTensorType>(operand.getType())) {
       auto k = lookup(operand).kind;
-      allVirtual &= k == Lowered::Virtual;
+      allVirtual &= k == Lowered::Virtual || k == Lowered::Offset;
     }
   if (allVirtual) {
     Lowered l;
@@ -855,7 +626,11 @@ bool KernelLowering::lowerStore(tile::StoreOp op) {
     storeOne(scalarOf(op.getPtr()), scalarOf(op.getValue()), m);
     return true;
   }
-  Layout lay = layoutOf(rt);
+  // A value in a tensor-core layout is stored from the registers it is in
+  // (pairs of adjacent columns), not converted to the blocked layout first.
+  Layout lay = layoutOfValue(op.getValue());
+  if (lookup(op.getValue()).kind != Lowered::Dist || !lay.mma)
+    lay = layoutOf(rt);
   int64_t eb = byteWidth(et);
   VectorPlan plan = planVector(lay, op.getPtr(), et);
   bool vectorize = plan.contiguous;
@@ -1483,6 +1258,8 @@ void KernelLowering::bindFlat(Value v, ValueRange flat, size_t &pos, const Layou
 }
 
 bool KernelLowering::lowerFor(scf::ForOp op) {
+  if (std::optional<bool> pipelined = lowerPipelinedDotLoop(op))
+    return *pipelined;
   Location loc = op.getLoc();
   // A carried tile that the body recomputes with a tensor-core dot stays in the
   // accumulator layout across iterations; everything else uses the blocked one.
@@ -1626,8 +1403,6 @@ bool KernelLowering::lowerWhile(scf::WhileOp op) {
     bindFlat(r, results, pos);
   return true;
 }
-
-} // namespace
 
 bool lowerTileToNVVM(ModuleOp module, const LoweringOptions &options, std::string &error) {
   module.getContext()->loadDialect<LLVM::LLVMDialect, NVVM::NVVMDialect>();

@@ -1,0 +1,11 @@
+#!/bin/sh
+# Copies the built tools and libtessera.so (stripped) into .carry/, the folder
+# that travels to the lent GPU machine (see bench/NOTES.md).
+set -e
+cd "$(dirname "$0")/.."
+rm -rf .carry && mkdir -p .carry/bin .carry/lib
+for t in tessera tessera-tests matmul_bench basics_bench; do
+  cp build/bin/$t .carry/bin/ && strip .carry/bin/$t
+done
+cp build/lib/libtessera.so .carry/lib/ && strip .carry/lib/libtessera.so
+du -sh .carry

@@ -1,0 +1,473 @@
+// Software-pipelined lowering of the loop at the heart of every matmul:
+//
+//   for k in range(lo, hi, step):
+//       a = load(pa, mask=..., other=0)     # BM x BK, contiguous along K
+//       b = load(pb, mask=..., other=0)     # BK x BN, contiguous along N
+//       acc = dot(a, b, acc)
+//       pa += da; pb += db                  # uniform (scalar) pointer steps
+//
+// On sm_90a the operand tiles go from global to shared memory with cp.async
+// into `num_stages` stage buffers laid out in the swizzled form that wgmma reads
+// (128/64/32-byte swizzle), and each warpgroup multiplies its 64 rows of the
+// tile with wgmma.mma_async, accumulators in registers. Iteration i waits for
+// stage i, starts the wgmmas on it, then issues the copies for iteration
+// i + num_stages - 2 into the stage that iteration i - 2 read (its wgmmas are
+// complete: every warpgroup waited for all but its latest wgmma group before
+// the barrier at the top of iteration i).
+//
+// Addresses and masks of a future iteration j are computed by lowering the
+// loop body's index arithmetic again with the induction variable bound to
+// lo + j * step and every advancing pointer tile bound to its initial value
+// plus j steps (Lowered::Offset), so nothing but the accumulators is carried.
+// Loops of any other form return nullopt and are lowered generically.
+#include "KernelLowering.h"
+
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace tessera::lowering::detail {
+
+namespace {
+
+/// The parts of a loop that the pipeline needs.
+struct DotLoop {
+  tile::DotOp dot;
+  tile::LoadOp loadA, loadB;
+  unsigned accIndex = 0; // iter-arg index of the accumulator
+  // Iter-arg index -> the uniform offset tile a pointer tile advances by.
+  SmallVector<std::pair<unsigned, Value>> advancing;
+};
+
+bool isZeroSplat(Value v) {
+  if (!v)
+    return true;
+  Attribute a;
+  if (matchPattern(v, m_Constant(&a))) {
+    if (auto d = dyn_cast<DenseElementsAttr>(a))
+      return d.isSplat() && (isa<FloatType>(d.getElementType())
+                                 ? d.getSplatValue<APFloat>().isPosZero()
+                                 : d.getSplatValue<APInt>().isZero());
+    return false;
+  }
+  if (auto sp = v.getDefiningOp<tile::SplatOp>())
+    return isZeroSplat(sp.getSrc()) ||
+           matchPattern(sp.getSrc(), m_Zero()) || matchPattern(sp.getSrc(), m_PosZeroFloat());
+  return false;
+}
+
+std::optional<DotLoop> matchDotLoop(scf::ForOp op) {
+  Block &body = *op.getBody();
+  DotLoop m;
+  int loads = 0;
+  for (Operation &o : body.without_terminator()) {
+    if (auto d = dyn_cast<tile::DotOp>(&o)) {
+      if (m.dot)
+        return std::nullopt;
+      m.dot = d;
+      continue;
+    }
+    if (isa<tile::LoadOp>(&o)) {
+      ++loads;
+      continue;
+    }
+    // Everything else is recomputed for future iterations: it must be pure.
+    if (o.getNumRegions() || !isMemoryEffectFree(&o))
+      return std::nullopt;
+  }
+  if (!m.dot || loads != 2)
+    return std::nullopt;
+  m.loadA = m.dot.getA().getDefiningOp<tile::LoadOp>();
+  m.loadB = m.dot.getB().getDefiningOp<tile::LoadOp>();
+  for (tile::LoadOp ld : {m.loadA, m.loadB})
+    if (!ld || ld->getBlock() != &body || !ld->hasOneUse() || ld.getIsVolatile() ||
+        !isZeroSplat(ld.getOther()))
+      return std::nullopt;
+  auto accArg = dyn_cast<BlockArgument>(m.dot.getAcc());
+  auto yield = cast<scf::YieldOp>(body.getTerminator());
+  if (!accArg || accArg.getOwner() != &body || accArg.getArgNumber() == 0 || !accArg.hasOneUse() ||
+      !m.dot->hasOneUse())
+    return std::nullopt;
+  m.accIndex = accArg.getArgNumber() - 1;
+  if (yield.getOperand(m.accIndex) != m.dot.getResult())
+    return std::nullopt;
+  for (auto [i, arg] : llvm::enumerate(op.getRegionIterArgs())) {
+    if (i == m.accIndex)
+      continue;
+    auto ap = yield.getOperand(i).getDefiningOp<tile::AddPtrOp>();
+    if (!ap || ap.getPtr() != arg || !isa<RankedTensorType>(arg.getType()))
+      return std::nullopt;
+    // The step: a splat of a loop-invariant scalar, or a splat constant.
+    Value off = ap.getOffset();
+    auto sp = off.getDefiningOp<tile::SplatOp>();
+    DenseElementsAttr dense;
+    bool uniform = sp ? op.isDefinedOutsideOfLoop(sp.getSrc())
+                      : matchPattern(off, m_Constant(&dense)) && dense.isSplat();
+    if (!uniform)
+      return std::nullopt;
+    m.advancing.push_back({unsigned(i), off});
+  }
+  return m;
+}
+
+/// Mode field of a wgmma shared-memory descriptor for a swizzle width in bytes.
+int64_t swizzleMode(int64_t bytes) { return bytes == 128 ? 1 : bytes == 64 ? 2 : 3; }
+
+} // namespace
+
+std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
+  if (arch_ != "sm_90a" || numStages_ < 3 || (numWarps_ != 4 && numWarps_ != 8))
+    return std::nullopt;
+  std::optional<DotLoop> mm = matchDotLoop(op);
+  if (!mm)
+    return std::nullopt;
+  DotLoop &m = *mm;
+  auto at = m.dot.getA().getType(), bt = m.dot.getB().getType(), ct = m.dot.getAcc().getType();
+  Type ea = at.getElementType();
+  if (!(ea.isBF16() || ea.isF16()) || bt.getElementType() != ea || !ct.getElementType().isF32())
+    return std::nullopt;
+  const int64_t BM = at.getDimSize(0), BK = at.getDimSize(1), BN = bt.getDimSize(1), eb = 2;
+  const int64_t vecElems = 16 / eb;
+  if (BM != 16 * numWarps_ || BK % 16 || BN % 16 || BN > 256 || BK * eb < 32 || BN * eb < 32 ||
+      (BM * BK / vecElems) % threads_ || (BK * BN / vecElems) % threads_)
+    return std::nullopt;
+  // Both operands must be contiguous along their last dimension (rows of A
+  // along K, rows of B along N): whole 16-byte chunks are copied.
+  for (tile::LoadOp ld : {m.loadA, m.loadB})
+    if (axis_.get(ld.getPtr()).contiguity.back() < vecElems)
+      return std::nullopt;
+  for (auto [i, step] : m.advancing) {
+    Lowered &init = lookup(op.getInitArgs()[i]);
+    if (init.kind != Lowered::Virtual && init.kind != Lowered::Offset)
+      return std::nullopt;
+  }
+  const int64_t S = numStages_;
+  const int64_t WA = std::min<int64_t>(128, BK * eb), WB = std::min<int64_t>(128, BN * eb);
+  const int64_t aBytes = BM * BK * eb, bBytes = BK * BN * eb, stageBytes = aBytes + bBytes;
+  if (smemUsed_ + 1024 + S * stageBytes > kMaxSharedBytes)
+    return std::nullopt; // generic lowering; a smaller num_stages would pipeline
+
+  Location loc = op.getLoc();
+  MLIRContext *ctx = b_.getContext();
+  Type i32 = b_.getI32Type(), i64 = b_.getI64Type(), f32 = b_.getF32Type();
+  int64_t smemOff = (smemUsed_ + 1023) / 1024 * 1024; // swizzle atoms need 1024-byte alignment
+  smemUsed_ = smemOff + S * stageBytes;
+  auto asmCall = [&](TypeRange results, ValueRange operands, StringRef text, StringRef constraints) {
+    Type res;
+    if (results.size() == 1)
+      res = results[0];
+    else if (!results.empty())
+      res = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(results.begin(), results.end()));
+    return LLVM::InlineAsmOp::create(b_, loc, res, operands, text, constraints,
+                                     /*has_side_effects=*/true, /*is_align_stack=*/false,
+                                     LLVM::tailcallkind::TailCallKind::None,
+                                     LLVM::AsmDialectAttr(), ArrayAttr());
+  };
+  auto c32 = [&](int64_t v) { return i32c(v, loc); };
+  auto c64 = [&](int64_t v) -> Value {
+    return arith::ConstantOp::create(b_, loc, b_.getI64IntegerAttr(v));
+  };
+  Value smemAddr = LLVM::PtrToIntOp::create(b_, loc, i32, smemBase(smemOff, loc));
+
+  // Trip count (the step of an scf.for is positive).
+  Value lo = scalarOf(op.getLowerBound()), hi = scalarOf(op.getUpperBound()), step = scalarOf(op.getStep());
+  Type ivTy = lo.getType();
+  auto toI32 = [&](Value v) -> Value {
+    if (v.getType() == i32)
+      return v;
+    return arith::TruncIOp::create(b_, loc, i32, v);
+  };
+  Value span = arith::SubIOp::create(b_, loc, hi, lo);
+  Value stepM1 = arith::SubIOp::create(
+      b_, loc, step, arith::ConstantOp::create(b_, loc, b_.getIntegerAttr(ivTy, 1)));
+  Value trips = arith::DivSIOp::create(b_, loc, arith::AddIOp::create(b_, loc, span, stepM1), step);
+  trips = arith::MaxSIOp::create(b_, loc, trips,
+                                 arith::ConstantOp::create(b_, loc, b_.getIntegerAttr(ivTy, 0)));
+  Value n = toI32(trips);
+
+  // Each advancing pointer tile: its base tile and initial element offset.
+  struct Advance {
+    unsigned index;
+    Value base, offset0, step;
+  };
+  SmallVector<Advance> advances;
+  for (auto [i, st] : m.advancing) {
+    Lowered &init = lookup(op.getInitArgs()[i]);
+    Advance a;
+    a.index = i;
+    a.base = init.kind == Lowered::Offset ? init.base : op.getInitArgs()[i];
+    a.offset0 = init.kind == Lowered::Offset ? init.scalar : c64(0);
+    if (a.offset0.getType() != i64)
+      a.offset0 = arith::ExtSIOp::create(b_, loc, i64, a.offset0);
+    Value s;
+    if (auto sp = st.getDefiningOp<tile::SplatOp>()) {
+      s = scalarOf(sp.getSrc());
+    } else {
+      DenseElementsAttr dense;
+      matchPattern(st, m_Constant(&dense));
+      s = arith::ConstantOp::create(b_, loc, cast<TypedAttr>(dense.getSplatValue<Attribute>()));
+    }
+    a.step = s.getType() == i64 ? s : Value(arith::ExtSIOp::create(b_, loc, i64, s));
+    advances.push_back(a);
+  }
+  auto bindOffsets = [&](Value j /*i32*/) {
+    Value j64 = arith::ExtSIOp::create(b_, loc, i64, j);
+    for (const Advance &a : advances) {
+      Lowered l;
+      l.kind = Lowered::Offset;
+      l.type = cast<RankedTensorType>(op.getRegionIterArgs()[a.index].getType());
+      l.base = a.base;
+      l.scalar = arith::AddIOp::create(b_, loc, a.offset0, arith::MulIOp::create(b_, loc, j64, a.step));
+      vals_[op.getRegionIterArgs()[a.index]] = l;
+    }
+  };
+
+  // Copies one operand tile of iteration j into the stage at byte address
+  // `dst`, in the swizzled layout: row r, byte b of the row lands in column
+  // block b / W (each block holds every row, W bytes per row), and within the
+  // 8-row swizzle atom its 16-byte unit is XORed with the row's low bits.
+  auto issueCopy = [&](tile::LoadOp ld, Value dst, int64_t W) -> bool {
+    auto rt = cast<RankedTensorType>(ld.getType());
+    int64_t R = rt.getDimSize(0), C = rt.getDimSize(1);
+    Layout cl;
+    cl.shape = {R, C};
+    cl.total = R * C;
+    cl.vec = vecElems;
+    cl.chunks = cl.total / (threads_ * vecElems);
+    AxisInfo pa = axis_.get(ld.getPtr());
+    bool aligned = pa.divisibility.back() >= 16;
+    bool maskWhole = !ld.getMask() || axis_.get(ld.getMask()).constancy.back() >= vecElems;
+    SmallVector<Value> fast, dsts, firsts;
+    SmallVector<SmallVector<Value>> ptrs, masks;
+    for (int64_t k = 0; k < cl.chunks; ++k) {
+      int64_t s0 = k * vecElems;
+      ArrayRef<Value> c = coords(cl, s0);
+      // Byte offset of the chunk in the stage buffer.
+      Value colByte = arith::MulIOp::create(b_, loc, c[1], c32(eb));
+      Value blk = arith::DivUIOp::create(b_, loc, colByte, c32(W));
+      Value inRow = arith::RemUIOp::create(b_, loc, colByte, c32(W));
+      Value o = arith::AddIOp::create(b_, loc, arith::MulIOp::create(b_, loc, c[0], c32(W)), inRow);
+      Value sw = arith::ShLIOp::create(
+          b_, loc,
+          arith::AndIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, o, c32(7)), c32(W / 16 - 1)),
+          c32(4));
+      Value phys = arith::AddIOp::create(b_, loc, arith::MulIOp::create(b_, loc, blk, c32(R * W)),
+                                         arith::XOrIOp::create(b_, loc, o, sw));
+      dsts.push_back(arith::AddIOp::create(b_, loc, dst, phys));
+      // The chunk's elements are contiguous (checked above): one address, and
+      // the lanes' coordinates computed here rather than kept from the entry.
+      SmallVector<Value> p{elem(ld.getPtr(), c, loc)}, mk;
+      for (int64_t v = 1; v < vecElems; ++v)
+        p.push_back(LLVM::GEPOp::create(b_, loc, p[0].getType(), ea, p[0], ArrayRef<LLVM::GEPArg>{int32_t(v)}));
+      for (int64_t v = 0; ld.getMask() && v < (maskWhole ? 1 : vecElems); ++v) {
+        SmallVector<Value> cv{c[0], v ? Value(arith::AddIOp::create(b_, loc, c[1], c32(v))) : c[1]};
+        mk.push_back(elem(ld.getMask(), cv, loc));
+      }
+      Value ok = vectorGuard(mk, p[0], 16, aligned, loc);
+      if (!ok)
+        ok = arith::ConstantOp::create(b_, loc, b_.getBoolAttr(true));
+      fast.push_back(ok);
+      ptrs.push_back(p);
+      masks.push_back(mk);
+      asmCall({}, {dsts.back(), p[0], arith::ExtUIOp::create(b_, loc, i32, ok)},
+              "{\n.reg .pred p;\nsetp.ne.b32 p, $2, 0;\n@p cp.async.cg.shared.global [$0], [$1], 16;\n}",
+              "r,l,r,~{memory}");
+    }
+    // Chunks that are partly masked, or misaligned: element by element, with
+    // plain shared stores (made visible by the fence and barrier before use).
+    Value anySlow;
+    for (Value f : fast) {
+      Value notF = arith::XOrIOp::create(b_, loc, f, arith::ConstantOp::create(b_, loc, b_.getBoolAttr(true)));
+      anySlow = anySlow ? Value(arith::OrIOp::create(b_, loc, anySlow, notF)) : notF;
+    }
+    auto slowIf = makeIf(anySlow, false, loc);
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointToStart(slowIf.thenBlock());
+    auto ptr3 = LLVM::LLVMPointerType::get(ctx, 3);
+    for (size_t k = 0; k < fast.size(); ++k) {
+      Value notF = arith::XOrIOp::create(b_, loc, fast[k], arith::ConstantOp::create(b_, loc, b_.getBoolAttr(true)));
+      auto chunkIf = makeIf(notF, false, loc);
+      OpBuilder::InsertionGuard g2(b_);
+      b_.setInsertionPointToStart(chunkIf.thenBlock());
+      for (int64_t v = 0; v < vecElems; ++v) {
+        Value mask = masks[k].empty() ? Value() : masks[k][maskWhole ? 0 : v];
+        Value val;
+        if (!mask) {
+          val = LLVM::LoadOp::create(b_, loc, ea, ptrs[k][v], eb);
+        } else {
+          auto ifOp = scf::IfOp::create(b_, loc, TypeRange{ea}, mask, true, true);
+          OpBuilder::InsertionGuard g3(b_);
+          b_.setInsertionPointToStart(ifOp.thenBlock());
+          scf::YieldOp::create(b_, loc, Value(LLVM::LoadOp::create(b_, loc, ea, ptrs[k][v], eb)));
+          b_.setInsertionPointToStart(ifOp.elseBlock());
+          scf::YieldOp::create(b_, loc, Value(arith::ConstantOp::create(b_, loc, b_.getZeroAttr(ea))));
+          val = ifOp.getResult(0);
+        }
+        Value addr = arith::AddIOp::create(b_, loc, dsts[k], c32(v * eb));
+        LLVM::StoreOp::create(b_, loc, val, LLVM::IntToPtrOp::create(b_, loc, ptr3, addr), eb);
+      }
+    }
+    return true;
+  };
+
+  // Issues iteration j's copies into stage `stage` (both i32), when j < n.
+  Block &srcBody = *op.getBody();
+  auto issueIteration = [&](Value j, Value stage) -> bool {
+    auto ifOp = makeIf(arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::slt, j, n), false, loc);
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointToStart(ifOp.thenBlock());
+    pushScope();
+    Value jIv = j;
+    if (ivTy != i32)
+      jIv = arith::ExtSIOp::create(b_, loc, ivTy, j);
+    Lowered iv;
+    iv.kind = Lowered::Scalar;
+    iv.scalar = arith::AddIOp::create(b_, loc, lo, arith::MulIOp::create(b_, loc, jIv, step));
+    vals_[op.getInductionVar()] = iv;
+    bindOffsets(j);
+    for (Operation &o : srcBody.without_terminator()) {
+      if (&o == m.loadA.getOperation() || &o == m.loadB.getOperation() || &o == m.dot.getOperation())
+        continue;
+      if (!lowerOp(&o)) {
+        popScope();
+        return false;
+      }
+    }
+    Value base = arith::AddIOp::create(b_, loc, smemAddr,
+                                       arith::MulIOp::create(b_, loc, stage, c32(stageBytes)));
+    bool ok = issueCopy(m.loadA, base, WA) &&
+              issueCopy(m.loadB, arith::AddIOp::create(b_, loc, base, c32(aBytes)), WB);
+    popScope();
+    return ok;
+  };
+  auto commitCopies = [&]() { asmCall({}, {}, "cp.async.commit_group;", "~{memory}"); };
+
+  // The accumulator: wgmma's register order is the mma.sync m16n8 fragment
+  // order repeated along N, warp w owning rows 16w..16w+15.
+  Layout accLay;
+  accLay.shape = {BM, BN};
+  accLay.total = BM * BN;
+  accLay.mma = true;
+  accLay.vec = 2;
+  accLay.wm = numWarps_;
+  accLay.wn = 1;
+  accLay.tm = 1;
+  accLay.tn = BN / 8;
+  const int64_t R = accLay.slots(); // BN / 2 registers per thread
+  SmallVector<Value> acc0 = materializeIn(op.getInitArgs()[m.accIndex], accLay, loc);
+
+  // Passes the accumulators through `wgmma.wait_group N`, so that no use of
+  // them can move above the wait.
+  auto waitAcc = [&](ValueRange accs, int pending) {
+    std::string cons;
+    for (int64_t r = 0; r < R; ++r)
+      cons += "=f,";
+    for (int64_t r = 0; r < R; ++r)
+      cons += std::to_string(r) + (r + 1 < R ? "," : "");
+    auto w = asmCall(SmallVector<Type>(R, f32), accs,
+                     "wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";", cons + ",~{memory}");
+    SmallVector<Value> out;
+    for (int64_t r = 0; r < R; ++r)
+      out.push_back(LLVM::ExtractValueOp::create(b_, loc, w.getResult(0), ArrayRef<int64_t>{r}));
+    return out;
+  };
+
+  // Prologue: iterations 0 .. S-3 in flight.
+  for (int64_t p = 0; p + 2 < S; ++p) {
+    if (!issueIteration(c32(p), c32(p)))
+      return false;
+    commitCopies();
+  }
+
+  // Descriptor constant parts: leading/stride byte offsets and swizzle mode.
+  auto descHigh = [&](int64_t lbo, int64_t sbo, int64_t W) {
+    return ((lbo >> 4) & 0x3FFF) << 16 | ((sbo >> 4) & 0x3FFF) << 32 | swizzleMode(W) << 62;
+  };
+  // A is K-major (leading offset unused with swizzling); B is N-major: its
+  // W-byte column blocks are BK * W bytes apart.
+  int64_t highA = descHigh(16, 8 * WA, WA), highB = descHigh(BK * WB, 8 * WB, WB);
+  if (const char *e = std::getenv("TESSERA_WGMMA_B_SWAP"); e && *e == '1')
+    highB = descHigh(8 * WB, BK * WB, WB);
+  auto desc = [&](Value addr, int64_t high) -> Value {
+    Value field = arith::AndIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, addr, c32(4)), c32(0x3FFF));
+    return arith::OrIOp::create(b_, loc, arith::ExtUIOp::create(b_, loc, i64, field), c64(high));
+  };
+  std::string shape = "m64n" + std::to_string(BN) + "k16";
+  std::string ty = ea.isBF16() ? "bf16" : "f16";
+  std::string wgmmaText = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(R + 2) +
+                          ", 0;\nwgmma.mma_async.sync.aligned." + shape + ".f32." + ty + "." + ty + " {";
+  for (int64_t r = 0; r < R; ++r)
+    wgmmaText += "$" + std::to_string(r) + (r + 1 < R ? "," : "");
+  wgmmaText += "}, $" + std::to_string(R) + ", $" + std::to_string(R + 1) + ", p, 1, 1, 0, 1;\n}";
+  std::string wgmmaCons;
+  for (int64_t r = 0; r < R; ++r)
+    wgmmaCons += "=f,";
+  wgmmaCons += "l,l,r";
+  for (int64_t r = 0; r < R; ++r)
+    wgmmaCons += "," + std::to_string(r);
+
+  Value warp = arith::ShRUIOp::create(b_, loc, tid_, c32(5));
+  Value wgRowBytes = arith::MulIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, warp, c32(2)), c32(64 * WA));
+
+  auto loop = scf::ForOp::create(b_, loc, c32(0), n, c32(1), acc0);
+  {
+    OpBuilder::InsertionGuard g(b_);
+    Block *body = loop.getBody();
+    if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())
+      body->back().erase();
+    b_.setInsertionPointToEnd(body);
+    Value i = loop.getInductionVar();
+    asmCall({}, {}, "cp.async.wait_group " + std::to_string(S - 3) + ";", "~{memory}");
+    asmCall({}, {}, "fence.proxy.async.shared::cta;", "~{memory}");
+    barrier(loc);
+    Value stage = arith::RemUIOp::create(b_, loc, i, c32(S));
+    Value sA = arith::AddIOp::create(b_, loc, smemAddr, arith::MulIOp::create(b_, loc, stage, c32(stageBytes)));
+    Value sB = arith::AddIOp::create(b_, loc, sA, c32(aBytes));
+    Value sAw = arith::AddIOp::create(b_, loc, sA, wgRowBytes);
+    asmCall({}, {}, "wgmma.fence.sync.aligned;", "~{memory}");
+    SmallVector<Value> accs(loop.getRegionIterArgs().begin(), loop.getRegionIterArgs().end());
+    for (int64_t kk = 0; kk < BK / 16; ++kk) {
+      int64_t kb = kk * 16 * eb;
+      Value aAddr = arith::AddIOp::create(b_, loc, sAw, c32(kb / WA * (BM * WA) + kb % WA));
+      Value bAddr = arith::AddIOp::create(b_, loc, sB, c32(kk * 16 * WB));
+      SmallVector<Value> operands{desc(aAddr, highA), desc(bAddr, highB), c32(1)};
+      operands.append(accs.begin(), accs.end());
+      auto mma = asmCall(SmallVector<Type>(R, f32), operands, wgmmaText, wgmmaCons + ",~{memory}");
+      for (int64_t r = 0; r < R; ++r)
+        accs[r] = LLVM::ExtractValueOp::create(b_, loc, mma.getResult(0), ArrayRef<int64_t>{r});
+    }
+    asmCall({}, {}, "wgmma.commit_group.sync.aligned;", "~{memory}");
+    Value j = arith::AddIOp::create(b_, loc, i, c32(S - 2));
+    if (!issueIteration(j, arith::RemUIOp::create(b_, loc, j, c32(S))))
+      return false;
+    commitCopies();
+    scf::YieldOp::create(b_, loc, waitAcc(accs, 1));
+  }
+  SmallVector<Value> accs(loop.getResults().begin(), loop.getResults().end());
+  accs = waitAcc(accs, 0);
+  asmCall({}, {}, "cp.async.wait_group 0;", "~{memory}");
+
+  // Results: the accumulator in its mma layout; pointer tiles advanced n steps.
+  for (auto [idx, res] : llvm::enumerate(op.getResults())) {
+    if (idx == m.accIndex) {
+      Lowered l;
+      l.kind = Lowered::Dist;
+      l.type = cast<RankedTensorType>(res.getType());
+      l.layout = accLay;
+      l.regs = accs;
+      vals_[res] = l;
+    }
+  }
+  for (const Advance &a : advances) {
+    Lowered l;
+    l.kind = Lowered::Offset;
+    l.type = cast<RankedTensorType>(op.getResult(a.index).getType());
+    l.base = a.base;
+    l.scalar = arith::AddIOp::create(
+        b_, loc, a.offset0,
+        arith::MulIOp::create(b_, loc, arith::ExtSIOp::create(b_, loc, i64, n), a.step));
+    vals_[op.getResult(a.index)] = l;
+  }
+  return true;
+}
+
+} // namespace tessera::lowering::detail
