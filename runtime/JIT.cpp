@@ -10,6 +10,74 @@
 namespace tessera {
 
 namespace {
+
+void throwDiagnostics(const CompileResult &r, const std::string &kernel) {
+  std::string msg = r.diagnostics.empty() ? "compilation of '" + kernel + "' failed" : r.diagnostics;
+  while (!msg.empty() && msg.back() == '\n') // like every other tessera::Error
+    msg.pop_back();
+  throw Error(msg);
+}
+
+/// What a GPU variant build needs; shared by the Kernel's variant table.
+struct GpuBuild {
+  std::shared_ptr<Backend> backend;
+  std::string path, kernel;
+  /// The main file's text as compile() read it, so that every variant is
+  /// built from the same source (imports are read again).
+  std::string mainText;
+  std::vector<std::pair<std::string, std::string>> sources;
+  KernelSignature signature;
+  CompileOptions options; // lowerToGPU, arch, warps, stages, imports, constexprs
+  bool useCache = true;
+};
+
+detail::KernelVariant buildVariant(const GpuBuild &g, const ArgFacts &facts) {
+  const std::string &target = g.options.arch;
+  auto build = [&]() {
+    CompileOptions co = g.options;
+    co.argFacts = facts;
+    CompileResult r = compileSource(g.mainText, g.path, g.kernel, co);
+    if (!r.ok)
+      throwDiagnostics(r, g.kernel);
+    TargetOptions to;
+    to.arch = target;
+    to.numWarps = co.numWarps;
+    CacheEntry e;
+    std::string ptx, error;
+    if (!emitPTX(r.gpuIR, to, ptx, error, g.path))
+      throw Error("PTX generation for kernel '" + g.kernel + "' failed:\n" + error);
+    e.kernelName = g.kernel;
+    e.signature = g.signature;
+    e.target = target;
+    e.sharedMemoryBytes = uint64_t(r.sharedBytes[g.kernel]);
+    e.numWarps = unsigned(co.numWarps);
+    e.payloadFormat = "ptx";
+    e.payload = std::move(ptx);
+    return e;
+  };
+  std::shared_ptr<const CacheEntry> entry;
+  if (g.useCache) {
+    CacheKeyInputs in;
+    in.sources = g.sources;
+    in.kernelName = g.kernel;
+    in.constexprs = g.signature.constexprs;
+    in.options = {{"num_warps", std::to_string(g.options.numWarps)},
+                  {"num_stages", std::to_string(g.options.numStages)},
+                  {"emit", "ptx"}};
+    addArgFacts(in, facts);
+    in.compilerVersion = compilerVersion();
+    in.target = target;
+    CacheStatus status;
+    entry = KernelCache::global().getOrBuild(cacheKey(in), build, &status);
+    for (const std::string &w : status.warnings)
+      std::cerr << w << "\n";
+  } else {
+    entry = std::make_shared<const CacheEntry>(build());
+  }
+  Module m(g.backend, ModuleImage{ModuleFormat::Ptx, entry->payload});
+  return detail::KernelVariant{m.function(g.kernel), size_t(entry->sharedMemoryBytes)};
+}
+
 Kernel compileImpl(Context &ctx, const std::string &path, const std::string *text,
                    const std::string &kernel,
                    const std::map<std::string, ConstexprValue> &constexprs,
@@ -29,7 +97,6 @@ Kernel compileImpl(Context &ctx, const std::string &path, const std::string *tex
   CompileOptions co;
   co.constexprs = constexprs;
   co.importPaths = options.importPaths;
-  co.lowerToGPU = gpu;
   co.arch = target;
   co.numWarps = options.numWarps;
   co.numStages = options.numStages;
@@ -38,61 +105,42 @@ Kernel compileImpl(Context &ctx, const std::string &path, const std::string *tex
   // The interpreter reads the tile IR text; keep its locations so that its
   // reports (out-of-bounds accesses) name .tile source lines.
   co.debugInfo = !gpu;
+  // The front end only (no lowering): it reports source errors now, gives the
+  // signature and the sources of the cache key, and is cheap.
   CompileResult r = text ? compileSource(*text, path, kernel, co) : compileFile(path, kernel, co);
-  if (!r.ok) {
-    std::string msg = r.diagnostics.empty() ? "compilation of '" + kernel + "' failed" : r.diagnostics;
-    while (!msg.empty() && msg.back() == '\n') // like every other tessera::Error
-      msg.pop_back();
-    throw Error(msg);
-  }
+  if (!r.ok)
+    throwDiagnostics(r, kernel);
   if (r.kernels.size() != 1)
     throw Error("expected one kernel named '" + kernel + "' in " + path);
   const KernelSignature &sig = r.kernels[0];
   LaunchConfig config;
   config.numWarps = unsigned(options.numWarps);
 
-  if (!gpu) { // the interpreter runs tile IR directly
+  if (!gpu) { // the interpreter runs tile IR directly, and ignores facts
     Module m = ctx.loadModule(ModuleImage{ModuleFormat::TileIR, r.tileIR});
     return Kernel(m.function(kernel), sig, config);
   }
-  config.sharedMemoryBytes = size_t(r.sharedBytes[kernel]);
-  TargetOptions to;
-  to.arch = target;
-  to.numWarps = options.numWarps;
-  auto build = [&]() {
-    CacheEntry e;
-    std::string ptx, error;
-    if (!emitPTX(r.gpuIR, to, ptx, error, path))
-      throw Error("PTX generation for kernel '" + kernel + "' failed:\n" + error);
-    e.kernelName = kernel;
-    e.signature = sig;
-    e.target = target;
-    e.sharedMemoryBytes = config.sharedMemoryBytes;
-    e.numWarps = config.numWarps;
-    e.payloadFormat = "ptx";
-    e.payload = std::move(ptx);
-    return e;
-  };
-  std::shared_ptr<const CacheEntry> entry;
-  if (options.useCache) {
-    CacheKeyInputs in;
-    in.sources = r.sources;
-    in.kernelName = kernel;
-    in.constexprs = sig.constexprs;
-    in.options = {{"num_warps", std::to_string(options.numWarps)},
-                  {"num_stages", std::to_string(options.numStages)},
-                  {"emit", "ptx"}};
-    in.compilerVersion = compilerVersion();
-    in.target = target;
-    CacheStatus status;
-    entry = KernelCache::global().getOrBuild(cacheKey(in), build, &status);
-    for (const std::string &w : status.warnings)
-      std::cerr << w << "\n";
-  } else {
-    entry = std::make_shared<const CacheEntry>(build());
+  auto g = std::make_shared<GpuBuild>();
+  g->backend = ctx.sharedBackend();
+  g->path = path;
+  g->kernel = kernel;
+  g->mainText = r.sources.empty() ? (text ? *text : std::string()) : r.sources[0].second;
+  g->sources = r.sources;
+  g->signature = sig;
+  g->options = co;
+  g->options.lowerToGPU = true;
+  g->options.debugInfo = false;
+  g->useCache = options.useCache;
+  if (!options.specialize) {
+    detail::KernelVariant v = buildVariant(*g, {});
+    config.sharedMemoryBytes = v.sharedMemoryBytes;
+    return Kernel(std::move(v.function), sig, config);
   }
-  Module m = ctx.loadPTX(entry->payload);
-  return Kernel(m.function(kernel), sig, config);
+  // Variants are built at the first launch that needs them (also the one
+  // without facts), as Triton does: compile() does no lowering.
+  auto table = std::make_shared<detail::VariantTable>(
+      sig, [g](const ArgFacts &facts) { return buildVariant(*g, facts); });
+  return Kernel(std::move(table), sig, config);
 }
 } // namespace
 

@@ -3,6 +3,67 @@
 
 namespace tessera {
 
+namespace detail {
+
+VariantTable::VariantTable(const KernelSignature &signature, Builder build)
+    : build_(std::move(build)) {
+  for (size_t i = 0; i < signature.params.size() && params_.size() < 32; ++i) {
+    const DType &t = signature.params[i].type;
+    if (t.isPointer() || (t.scalar != ScalarType::i32 && t.scalar != ScalarType::i64))
+      continue;
+    params_.push_back(uint32_t(i));
+    names_.push_back(signature.params[i].name);
+    wide_.push_back(t.scalar == ScalarType::i64);
+  }
+}
+
+uint64_t VariantTable::keyOf(const std::vector<ArgValue> &args) const {
+  uint64_t key = 0;
+  for (size_t k = 0; k < params_.size(); ++k) {
+    const ArgValue &a = args[params_[k]];
+    int64_t v = wide_[k] ? a.as<int64_t>() : int64_t(a.as<int32_t>());
+    key |= uint64_t(argFactOf(v)) << (2 * k);
+  }
+  return key;
+}
+
+ArgFacts VariantTable::factsOf(uint64_t key) const {
+  ArgFacts facts;
+  for (size_t k = 0; k < params_.size(); ++k)
+    if (auto f = ArgFact((key >> (2 * k)) & 3); f != ArgFact::None)
+      facts[names_[k]] = f;
+  return facts;
+}
+
+const KernelVariant &VariantTable::get(uint64_t key) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = variants_.find(key);
+    if (it != variants_.end())
+      return it->second;
+  }
+  // Built outside the lock so that launches of other variants need not wait
+  // for a compile; if two threads build the same key, the first one stored wins.
+  KernelVariant v = build_(factsOf(key));
+  std::lock_guard<std::mutex> lock(mutex_);
+  return variants_.emplace(key, std::move(v)).first->second;
+}
+
+std::vector<ArgFacts> VariantTable::built() const {
+  std::vector<uint64_t> keys;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto &kv : variants_)
+      keys.push_back(kv.first);
+  }
+  std::vector<ArgFacts> out;
+  for (uint64_t k : keys)
+    out.push_back(factsOf(k));
+  return out;
+}
+
+} // namespace detail
+
 Kernel::Kernel(Function function, KernelSignature signature, LaunchConfig config)
     : function_(std::move(function)), signature_(std::move(signature)), config_(config) {
   if (config_.numWarps == 0 || config_.numWarps > 32)
@@ -10,11 +71,44 @@ Kernel::Kernel(Function function, KernelSignature signature, LaunchConfig config
                 std::to_string(config_.numWarps));
 }
 
-void Kernel::launchWithArgs(const Stream &stream, Grid grid,
-                            const std::vector<ArgValue> &args) const {
-  if (!function_.valid())
+Kernel::Kernel(std::shared_ptr<detail::VariantTable> variants, KernelSignature signature,
+               LaunchConfig config)
+    : Kernel(Function(), std::move(signature), config) {
+  if (!variants)
+    throw Error("kernel '" + signature_.name + "': no variant table");
+  variants_ = std::move(variants);
+  config_.sharedMemoryBytes = 0;
+}
+
+const Function &Kernel::function() const {
+  return variants_ ? variants_->get(0).function : function_;
+}
+
+detail::KernelVariant Kernel::variantFor(const std::vector<ArgValue> &args) const {
+  if (!valid())
     throw Error("launch of an empty Kernel");
   checkLaunchArgs(signature_, args);
+  if (!variants_)
+    return detail::KernelVariant{function_, config_.sharedMemoryBytes};
+  return variants_->get(variants_->keyOf(args));
+}
+
+std::vector<ArgFacts> Kernel::builtVariants() const {
+  if (!variants_)
+    return valid() ? std::vector<ArgFacts>{ArgFacts{}} : std::vector<ArgFacts>{};
+  return variants_->built();
+}
+
+void Kernel::launchWithArgs(const Stream &stream, Grid grid,
+                            const std::vector<ArgValue> &args) const {
+  if (!valid())
+    throw Error("launch of an empty Kernel");
+  checkLaunchArgs(signature_, args);
+  if (variants_) {
+    const detail::KernelVariant &v = variants_->get(variants_->keyOf(args));
+    v.function.launch(stream, grid, block(), v.sharedMemoryBytes, args);
+    return;
+  }
   function_.launch(stream, grid, block(), config_.sharedMemoryBytes, args);
 }
 

@@ -159,4 +159,13 @@ std::optional<ConstexprValue> parseConstexpr(const std::string &text) {
   return ConstexprValue{d};
 }
 
+const char *argFactSuffix(ArgFact f) {
+  switch (f) {
+  case ArgFact::EqualsOne: return "=1";
+  case ArgFact::DivisibleBy16: return "%16";
+  case ArgFact::None: break;
+  }
+  return "";
+}
+
 } // namespace tessera

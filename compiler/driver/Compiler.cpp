@@ -88,6 +88,23 @@ FrontendResult runFrontend(MLIRContext &ctx, const std::string &path, const std:
     }
   }
 
+  // Every fact must name a runtime parameter (IRGen checks its type).
+  for (auto &[name, fact] : options.argFacts) {
+    bool runtime = false, isConstexpr = false;
+    for (const fe::FunctionDef *k : kernels)
+      for (const fe::Param &p : k->params)
+        if (p.name == name)
+          (p.annot.name == "constexpr" && p.annot.pointerDepth == 0 ? isConstexpr : runtime) = true;
+    if (runtime)
+      continue;
+    std::string where = kernel.empty() ? std::string("any kernel in this file")
+                                       : "kernel '" + kernel + "'";
+    diags.error(fileLoc, "cannot assume '" + name + argFactSuffix(fact) + "': " +
+                             (isConstexpr ? "'" + name + "' is a constexpr parameter (use -D)"
+                                         : "no parameter named '" + name + "' in " + where));
+    return finish(), std::move(res);
+  }
+
   loadTileDialects(ctx);
   // MLIR diagnostics (verifier failures) become front-end diagnostics; they
   // would mean a front-end bug, so say so.
@@ -107,7 +124,7 @@ FrontendResult runFrontend(MLIRContext &ctx, const std::string &path, const std:
       if (auto it = options.constexprs.find(p.name); it != options.constexprs.end())
         mine.insert(*it);
     KernelSignature sig;
-    if (!gen.genKernel(*res.module, *mod, *k, mine, sig))
+    if (!gen.genKernel(*res.module, *mod, *k, mine, sig, options.argFacts))
       return finish(), std::move(res);
     res.kernels.push_back(std::move(sig));
   }

@@ -431,7 +431,7 @@ static std::optional<ConstexprValue> toConstexpr(const SemValue &v) {
 
 bool IRGen::genKernel(ModuleOp module, const ModuleInfo &mod, const FunctionDef &fn,
                       const std::map<std::string, ConstexprValue> &constexprs,
-                      KernelSignature &sig) {
+                      KernelSignature &sig, const std::map<std::string, ArgFact> &argFacts) {
   sig = KernelSignature{};
   sig.name = fn.name;
   frames_.clear();
@@ -521,10 +521,31 @@ bool IRGen::genKernel(ModuleOp module, const ModuleInfo &mod, const FunctionDef 
   func->setAttr("tile.signature", b_.getArrayAttr(sigAttr));
 
   mlir::Block *entry = func.addEntryBlock();
-  for (size_t i = 0; i < runtimeParams.size(); ++i)
-    frame().vars[runtimeParams[i]->name] =
-        SemValue::ofRuntime(entry->getArgument(i), TileType{sig.params[i].type, {}});
   b_.setInsertionPointToStart(entry);
+  for (size_t i = 0; i < runtimeParams.size(); ++i) {
+    Value v = entry->getArgument(i);
+    const KernelParam &kp = sig.params[i];
+    auto fact = argFacts.find(kp.name);
+    if (fact != argFacts.end() && fact->second != ArgFact::None) {
+      bool integer = !kp.type.isPointer() &&
+                     (kp.type.scalar == ScalarType::i32 || kp.type.scalar == ScalarType::i64);
+      if (!integer) {
+        fail(runtimeParams[i]->loc, "cannot assume '" + kp.name + argFactSuffix(fact->second) +
+                                        "': only i32 and i64 parameters can be specialized, '" +
+                                        kp.name + "' is " + kp.type.str());
+        return false;
+      }
+      if (fact->second == ArgFact::EqualsOne) {
+        // The parameter stays in the signature (launch arguments do not
+        // change); its uses see the constant, which canonicalization folds.
+        v = arith::ConstantOp::create(b_, loc(runtimeParams[i]->loc),
+                                      b_.getIntegerAttr(toMlir(kp.type), 1));
+      } else {
+        func.setArgAttr(unsigned(i), "tile.divisibility", b_.getI64IntegerAttr(16));
+      }
+    }
+    frame().vars[kp.name] = SemValue::ofRuntime(v, TileType{kp.type, {}});
+  }
   bool ok = genBlock(fn.body) && !failed();
   if (ok && frame().returnValue.ok() && frame().returnValue.kind != SemValue::None) {
     fail(fn.loc, "a @kernel cannot return a value");

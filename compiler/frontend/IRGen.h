@@ -23,11 +23,13 @@ public:
   IRGen(mlir::MLIRContext &ctx, const SourceManager &sm, DiagnosticEngine &diags)
       : ctx_(ctx), sm_(sm), diags_(diags), b_(&ctx) {}
 
-  /// Emits kernel `fn` of `mod`, specialized with `constexprs`, into `module`.
+  /// Emits kernel `fn` of `mod`, specialized with `constexprs` and the
+  /// facts of `argFacts` that name its runtime parameters, into `module`.
   /// On failure a diagnostic has been reported.
   bool genKernel(mlir::ModuleOp module, const ModuleInfo &mod, const FunctionDef &fn,
                  const std::map<std::string, ConstexprValue> &constexprs,
-                 KernelSignature &signature);
+                 KernelSignature &signature,
+                 const std::map<std::string, ArgFact> &argFacts = {});
 
   // ---- used by the builtins (Builtins.cpp) ----
   struct Arg {

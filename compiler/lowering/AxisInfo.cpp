@@ -67,7 +67,14 @@ AxisInfoAnalysis::AxisInfoAnalysis(Operation *root) {
   if (auto fn = dyn_cast<func::FuncOp>(root)) {
     for (BlockArgument arg : fn.getArguments()) {
       bool isPtr = isa<tile::PtrType>(arg.getType());
-      set(arg, uniform(arg.getType(), isPtr ? kArgPointerAlignment : 1));
+      int64_t div = isPtr ? kArgPointerAlignment : 1;
+      // An integer argument specialized as a multiple of 16 (see
+      // CompileOptions::argFacts); the JIT only launches such a variant with
+      // values that are.
+      if (auto a = fn.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(), kArgDivisibilityAttr);
+          a && !isPtr && a.getInt() > 0)
+        div = pow2Factor(a.getInt());
+      set(arg, uniform(arg.getType(), div));
     }
   }
   for (Region &r : root->getRegions())
@@ -144,13 +151,15 @@ void AxisInfoAnalysis::visit(Operation *op) {
   if (auto e = dyn_cast<tile::ExpandDimsOp>(op)) {
     AxisInfo a = get(e.getSrc());
     int64_t ax = e.getAxis();
-    a.contiguity.insert(a.contiguity.begin() + ax, 1);
     // Along the new unit dimension every element starts its own run, so only
-    // a divisibility that holds for every element carries over.
+    // a divisibility that holds for every element carries over. (Computed
+    // over the source's dimensions, before the insertion.)
     int64_t every = kMax;
     for (int64_t d = 0; d < a.rank(); ++d)
       every = std::min(every, a.contiguity[d] > 1 ? int64_t(1) : a.divisibility[d]);
-    a.divisibility.insert(a.divisibility.begin() + ax, a.rank() ? every : 1);
+    bool any = a.rank() > 0;
+    a.contiguity.insert(a.contiguity.begin() + ax, 1);
+    a.divisibility.insert(a.divisibility.begin() + ax, any ? every : 1);
     a.constancy.insert(a.constancy.begin() + ax, 1);
     return result(a);
   }

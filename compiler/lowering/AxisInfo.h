@@ -34,6 +34,9 @@ public:
   static constexpr int64_t kMaxDivisibility = int64_t(1) << 30;
   /// Byte alignment assumed for pointer arguments of a kernel (checked at launch).
   static constexpr int64_t kArgPointerAlignment = 16;
+  /// Argument attribute giving an integer argument's known divisibility
+  /// (set by IR generation for CompileOptions::argFacts).
+  static constexpr const char *kArgDivisibilityAttr = "tile.divisibility";
 
 private:
   void visit(mlir::Operation *op);

@@ -1,6 +1,7 @@
 // Shared helpers of the `tessera` command-line tool (see cli.h).
 #include "cli.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -53,6 +54,33 @@ bool parseDefine(const std::string &v, std::map<std::string, ConstexprValue> &de
     return false;
   }
   defines[name] = *cv;
+  return true;
+}
+
+bool parseAssume(const std::string &v, std::map<std::string, ArgFact> &facts,
+                 std::string &error) {
+  ArgFact fact = ArgFact::None;
+  std::string name;
+  if (v.size() > 2 && v.compare(v.size() - 2, 2, "=1") == 0) {
+    fact = ArgFact::EqualsOne;
+    name = v.substr(0, v.size() - 2);
+  } else if (v.size() > 3 && v.compare(v.size() - 3, 3, "%16") == 0) {
+    fact = ArgFact::DivisibleBy16;
+    name = v.substr(0, v.size() - 3);
+  }
+  bool ident = !name.empty() && !std::isdigit((unsigned char)name[0]);
+  for (char c : name)
+    ident &= std::isalnum((unsigned char)c) || c == '_';
+  if (fact == ArgFact::None || !ident) {
+    error = "--assume expects NAME=1 or NAME%16, got '" + v + "'";
+    return false;
+  }
+  auto [it, fresh] = facts.emplace(name, fact);
+  if (!fresh && it->second != fact) {
+    error = "--assume gives '" + name + "' two facts (" + name + argFactSuffix(it->second) +
+            " and " + v + ")";
+    return false;
+  }
   return true;
 }
 

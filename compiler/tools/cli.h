@@ -51,6 +51,10 @@ private:
 /// the message for usageError.
 bool parseDefine(const std::string &text, std::map<std::string, ConstexprValue> &defines,
                  std::string &error);
+/// The text after --assume ("NAME=1" or "NAME%16") into `facts`; two
+/// different facts for one name are an error.
+bool parseAssume(const std::string &text, std::map<std::string, ArgFact> &facts,
+                 std::string &error);
 /// --num-warps: a power of two from 1 to 32.
 bool parseNumWarps(const std::string &text, int &numWarps, std::string &error);
 bool parseNumStages(const std::string &text, int &numStages, std::string &error);

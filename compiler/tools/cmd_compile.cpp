@@ -29,6 +29,11 @@ options:
                                resource report (registers, spills, shared memory,
                                stack) for each kernel to stderr
                      llvm, ptx and cubin hold every compiled kernel in one module
+  --assume NAME=1    compile as if the i32/i64 parameter NAME were 1 (its uses
+                     become the constant; the parameter stays in the signature)
+  --assume NAME%16   compile as if NAME were a multiple of 16 (lets the lowering
+                     prove alignment and use vector accesses); repeatable.
+                     The JIT picks these facts from the launch arguments.
   --arch=SM          GPU target for llvm/ptx/cubin: sm_80, sm_90 (default), sm_90a,
                      or another sm_NN[a] that LLVM and ptxas know
   --num-warps N      warps per program instance (power of two, default 4)
@@ -72,6 +77,9 @@ int cmdCompile(int argc, char **argv) {
       opts.importPaths.push_back(v);
     } else if (args.value("-D", v)) {
       if (!parseDefine(v, opts.constexprs, err))
+        return usageError(err, kCompileHelp);
+    } else if (args.value("--assume", v)) {
+      if (!parseAssume(v, opts.argFacts, err))
         return usageError(err, kCompileHelp);
     } else if (args.value("--num-warps", v)) {
       if (!parseNumWarps(v, opts.numWarps, err))

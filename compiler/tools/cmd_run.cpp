@@ -436,7 +436,8 @@ RunStatus runOn(Context &ctx, const Kernel &kernel, const Inputs &in, const RunO
     return RunStatus::BadArgs;
   }
   if (!ctx.isInterpreter()) {
-    FunctionAttributes a = kernel.function().attributes();
+    // The variant these arguments select (the JIT specializes on them).
+    FunctionAttributes a = kernel.variantFor(args).function.attributes();
     out.registers = a.numRegisters;
     out.localBytes = a.localBytes;
   }

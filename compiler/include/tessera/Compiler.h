@@ -30,6 +30,13 @@ struct CompileOptions {
   /// Shared-memory stages of the software pipeline for loops that load the
   /// operands of `dot` (1 = no pipelining).
   int numStages = 3;
+  /// Facts assumed about integer (i32/i64) runtime parameters, by name
+  /// (specialization, see docs/api.md). EqualsOne replaces the parameter's
+  /// uses by the constant 1; DivisibleBy16 lets the axis analysis treat it as
+  /// a multiple of 16. Parameters stay in the signature either way. A fact on
+  /// a name that no compiled kernel has, or on a non-integer parameter, is an
+  /// error.
+  std::map<std::string, ArgFact> argFacts;
   /// Print CompileResult::tileIR with its source locations (`loc(...)`), so
   /// that a consumer of the text (the interpreter) can name .tile lines.
   bool debugInfo = false;

@@ -47,6 +47,23 @@ struct KernelParam {
   DType type; // pointers have pointerDepth >= 1
 };
 
+/// A fact about the value of an integer (i32/i64) kernel argument that a
+/// compiled variant may assume (Triton-style specialization): the JIT picks
+/// the facts from the values at launch, `tessera compile --assume` sets them.
+enum class ArgFact : uint8_t {
+  None,          // nothing known
+  EqualsOne,     // the value is 1: uses become the constant 1
+  DivisibleBy16, // the value is a multiple of 16 (0 included)
+};
+/// "=1", "%16" or "" (the --assume spelling, also used in cache keys).
+const char *argFactSuffix(ArgFact f);
+/// The fact a launch value gives: 1 -> EqualsOne, multiple of 16 -> DivisibleBy16.
+inline ArgFact argFactOf(int64_t value) {
+  if (value == 1)
+    return ArgFact::EqualsOne;
+  return value % 16 == 0 ? ArgFact::DivisibleBy16 : ArgFact::None;
+}
+
 /// What the runtime needs to check a launch: parameters in order, and the
 /// constexpr values the kernel was specialized with.
 struct KernelSignature {

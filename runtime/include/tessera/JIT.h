@@ -31,11 +31,18 @@ struct JitOptions {
   std::vector<std::string> importPaths;
   /// Use the in-memory and on-disk kernel cache ($TESSERA_CACHE_DIR).
   bool useCache = true;
+  /// On a GPU: compile a variant per set of facts about the i32/i64 argument
+  /// values (== 1, multiple of 16) at the first launch that needs it, so that
+  /// e.g. a unit stride makes loads contiguous. false: one variant, compiled
+  /// by compile(), for any values. The interpreter ignores this.
+  bool specialize = true;
 };
 
 /// Compiles `kernel` of the file at `path` with the given constexpr values and
 /// loads it into `ctx`. Throws tessera::Error with the rendered diagnostics
-/// (file:line:col, source line, caret) when the source has errors.
+/// (file:line:col, source line, caret) when the source has errors. With
+/// JitOptions::specialize on a GPU, only the front end runs here; lowering and
+/// PTX generation happen per variant at launch (errors of those surface there).
 Kernel compile(Context &ctx, const std::string &path, const std::string &kernel,
                const std::map<std::string, ConstexprValue> &constexprs = {},
                const JitOptions &options = {});

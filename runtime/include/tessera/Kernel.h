@@ -6,6 +6,11 @@
 // Every argument is converted to an ArgValue (see LaunchArgs.h for the exact
 // type mapping) and checked against the signature; a mismatch throws
 // tessera::Error before anything is launched.
+//
+// A Kernel from tessera::compile on a GPU specializes at launch (see
+// docs/api.md): the values of its i32/i64 arguments select a variant compiled
+// for the facts they satisfy (== 1, multiple of 16), built on first use and
+// shared between copies of the Kernel.
 #ifndef TESSERA_KERNEL_H
 #define TESSERA_KERNEL_H
 
@@ -15,7 +20,14 @@
 #include "tessera/Stream.h"
 #include "tessera/Types.h"
 
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
 #include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 namespace tessera {
@@ -25,25 +37,81 @@ struct LaunchConfig {
   size_t sharedMemoryBytes = 0; // dynamic shared memory per block
 };
 
+/// Facts about the integer arguments of one launch, by parameter name
+/// (parameters without a fact are left out).
+using ArgFacts = std::map<std::string, ArgFact>;
+
+namespace detail {
+/// One compiled variant of a specializing kernel.
+struct KernelVariant {
+  Function function;
+  size_t sharedMemoryBytes = 0;
+};
+
+/// The variants of a specializing kernel, by fact set; built on a miss with
+/// `build`. Thread-safe. The key is 2 bits per i32/i64 parameter (the first
+/// 32 of them; later ones are never specialized), so a hit costs no allocation.
+class VariantTable {
+public:
+  using Builder = std::function<KernelVariant(const ArgFacts &)>;
+  VariantTable(const KernelSignature &signature, Builder build);
+  /// The key of `args`, which checkLaunchArgs accepted.
+  uint64_t keyOf(const std::vector<ArgValue> &args) const;
+  ArgFacts factsOf(uint64_t key) const;
+  /// The variant for `key`, built on a miss. The reference stays valid for
+  /// the table's lifetime.
+  const KernelVariant &get(uint64_t key);
+  /// The fact sets of the variants built so far.
+  std::vector<ArgFacts> built() const;
+
+private:
+  std::vector<uint32_t> params_; // indices of the specializable parameters
+  std::vector<std::string> names_;
+  std::vector<bool> wide_;       // i64 (else i32)
+  Builder build_;
+  mutable std::mutex mutex_;
+  std::unordered_map<uint64_t, KernelVariant> variants_;
+};
+} // namespace detail
+
 class Kernel {
 public:
   Kernel() = default;
   Kernel(Function function, KernelSignature signature, LaunchConfig config = {});
+  /// A kernel that specializes at launch: `config.sharedMemoryBytes` is
+  /// ignored, every variant has its own.
+  Kernel(std::shared_ptr<detail::VariantTable> variants, KernelSignature signature,
+         LaunchConfig config);
 
-  bool valid() const { return function_.valid(); }
+  bool valid() const { return function_.valid() || variants_ != nullptr; }
   const KernelSignature &signature() const { return signature_; }
+  /// For a specializing kernel sharedMemoryBytes is 0: see variantFor().
   const LaunchConfig &config() const { return config_; }
-  const Function &function() const { return function_; }
+  /// The loaded function. For a specializing kernel: the variant without
+  /// facts (built on first use), which is not what every launch runs; use
+  /// variantFor(args) for a launch's own.
+  const Function &function() const;
   Block block() const { return Block{config_.numWarps * 32u, 1, 1}; }
+
+  /// True when launches pick a variant from the integer argument values.
+  bool specializes() const { return variants_ != nullptr; }
+  /// The function and shared memory a launch with `args` uses (built on a
+  /// miss). Checks `args` against the signature.
+  detail::KernelVariant variantFor(const std::vector<ArgValue> &args) const;
+  /// The fact sets of the variants built so far (one empty set for a kernel
+  /// that does not specialize).
+  std::vector<ArgFacts> builtVariants() const;
 
   template <class... Args> void launch(const Stream &stream, Grid grid, const Args &...args) const {
     launchWithArgs(stream, grid, makeArgs(args...));
   }
-  /// Checks `args` against the signature (checkLaunchArgs), then launches.
+  /// Checks `args` against the signature (checkLaunchArgs), picks the
+  /// variant for their values when the kernel specializes, then launches.
   void launchWithArgs(const Stream &stream, Grid grid, const std::vector<ArgValue> &args) const;
 
 private:
   Function function_;
+  std::shared_ptr<detail::VariantTable> variants_;
   KernelSignature signature_;
   LaunchConfig config_;
 };

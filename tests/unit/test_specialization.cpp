@@ -1,0 +1,313 @@
+// Specialization on integer argument facts: the compiler side
+// (CompileOptions::argFacts), the runtime's variant table and cache keys, and
+// on a GPU the JIT picking variants at launch.
+#include "TestSupport.h"
+
+#include "tessera/Compiler.h"
+#include "tessera/JIT.h"
+#include "tessera/KernelCache.h"
+#include "tessera/Runtime.h"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <regex>
+#include <set>
+
+using namespace tessera;
+using tessera::testing::errorOf;
+
+namespace {
+
+const char *kStrided = R"(
+@kernel
+def strided(X: *f32, Y: *f32, n: i32, stride: i32):
+    offs = arange(0, 512)
+    mask = offs < n + stride
+    x = load(X + offs * stride, mask=mask)
+    store(Y + offs, x, mask=mask)
+)";
+
+// A row of 256 at run-time offset row * stride: the vector loads need an
+// alignment check unless stride is known to be a multiple of 16.
+const char *kRows = R"(
+@kernel
+def rows(X: *f32, Y: *f32, stride: i32):
+    row = program_id(0)
+    x = load(X + row * stride + arange(0, 256))
+    store(Y + row * 256 + arange(0, 256), x)
+
+@kernel
+def tile2d(A: *f32, B: *f32, stride_am: i32, stride_ak: i32):
+    rm = arange(0, 32)
+    rk = arange(0, 32)
+    a = load(A + rm[:, None] * stride_am + rk[None, :] * stride_ak)
+    store(B + rm[:, None] * 32 + rk[None, :], a)
+)";
+
+CompileResult compileWith(const char *src, const std::string &kernel,
+                          std::map<std::string, ArgFact> facts, bool gpu = false) {
+  CompileOptions o;
+  o.argFacts = std::move(facts);
+  o.lowerToGPU = gpu;
+  return compileSource(src, "spec.tile", kernel, o);
+}
+
+size_t count(const std::string &text, const std::string &what) {
+  size_t n = 0;
+  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + what.size()))
+    ++n;
+  return n;
+}
+
+// Loads from global memory (address space 1) that produce a vector.
+size_t vectorGlobalLoads(const std::string &gpuIR) {
+  std::regex re(R"(llvm\.load [^\n]*!llvm\.ptr<1> -> vector<)");
+  return size_t(std::distance(std::sregex_iterator(gpuIR.begin(), gpuIR.end(), re),
+                              std::sregex_iterator()));
+}
+
+} // namespace
+
+TEST_CASE("EqualsOne replaces the argument's uses by the constant 1", "[specialization]") {
+  CompileResult plain = compileWith(kStrided, "strided", {});
+  REQUIRE(plain.ok);
+  CompileResult one = compileWith(kStrided, "strided", {{"stride", ArgFact::EqualsOne}});
+  INFO(one.diagnostics << one.tileIR);
+  REQUIRE(one.ok);
+  // The parameter stays in the signature, so launch arguments do not change.
+  REQUIRE(one.kernels.size() == 1);
+  CHECK(one.kernels[0].params.size() == 4);
+  CHECK(one.tileIR.find("%arg3: i32") != std::string::npos);
+  // ... but nothing uses it: the only mention is the declaration.
+  CHECK(count(one.tileIR, "%arg3") == 1);
+  CHECK(count(plain.tileIR, "%arg3") > 1);
+  // n + stride keeps the constant; offs * stride folded away.
+  CHECK(std::regex_search(one.tileIR, std::regex(R"(arith\.constant 1 : i32)")));
+  CHECK(one.tileIR.find("arith.muli") == std::string::npos);
+  CHECK(plain.tileIR.find("arith.muli") != std::string::npos);
+}
+
+TEST_CASE("EqualsOne on a unit stride makes the loads vector loads", "[specialization]") {
+  CompileResult plain = compileWith(kStrided, "strided", {}, true);
+  CompileResult one = compileWith(kStrided, "strided", {{"stride", ArgFact::EqualsOne}}, true);
+  REQUIRE(plain.ok);
+  REQUIRE(one.ok);
+  CHECK(vectorGlobalLoads(plain.gpuIR) == 0);
+  CHECK(vectorGlobalLoads(one.gpuIR) > 0);
+}
+
+TEST_CASE("DivisibleBy16 marks the argument and proves row alignment", "[specialization]") {
+  CompileResult plain = compileWith(kRows, "rows", {}, true);
+  CompileResult div = compileWith(kRows, "rows", {{"stride", ArgFact::DivisibleBy16}}, true);
+  INFO(div.diagnostics);
+  REQUIRE(plain.ok);
+  REQUIRE(div.ok);
+  CompileResult tile = compileWith(kRows, "rows", {{"stride", ArgFact::DivisibleBy16}});
+  REQUIRE(tile.ok);
+  CHECK(tile.tileIR.find("%arg2: i32 {tile.divisibility = 16 : i64}") != std::string::npos);
+  // Both vectorize; only the unproven one checks the address at run time.
+  CHECK(vectorGlobalLoads(plain.gpuIR) > 0);
+  CHECK(vectorGlobalLoads(div.gpuIR) > 0);
+  CHECK(plain.gpuIR.find("llvm.ptrtoint") != std::string::npos);
+  CHECK(div.gpuIR.find("llvm.ptrtoint") == std::string::npos);
+}
+
+TEST_CASE("2-D tile: unit column stride and row stride % 16 give aligned vector loads",
+          "[specialization]") {
+  CompileResult plain = compileWith(kRows, "tile2d", {}, true);
+  CompileResult unit = compileWith(kRows, "tile2d", {{"stride_ak", ArgFact::EqualsOne}}, true);
+  CompileResult both = compileWith(
+      kRows, "tile2d",
+      {{"stride_ak", ArgFact::EqualsOne}, {"stride_am", ArgFact::DivisibleBy16}}, true);
+  REQUIRE(plain.ok);
+  REQUIRE(unit.ok);
+  REQUIRE(both.ok);
+  CHECK(vectorGlobalLoads(plain.gpuIR) == 0);
+  CHECK(vectorGlobalLoads(unit.gpuIR) > 0);
+  CHECK(unit.gpuIR.find("llvm.ptrtoint") != std::string::npos); // row start unproven
+  CHECK(vectorGlobalLoads(both.gpuIR) > 0);
+  CHECK(both.gpuIR.find("llvm.ptrtoint") == std::string::npos);
+  CHECK(std::regex_search(both.gpuIR, std::regex(R"(llvm\.load [^\n]*alignment = 16[^\n]*!llvm\.ptr<1> -> vector<4xf32>)")));
+}
+
+TEST_CASE("Facts on non-integer parameters and unknown names are errors", "[specialization]") {
+  const char *src = R"(
+@kernel
+def k(X: *f32, s: f32, h: i16, n: i32, BLOCK: constexpr = 128):
+    offs = arange(0, BLOCK)
+    store(X + offs, load(X + offs, mask=offs < n) * s, mask=offs < n)
+)";
+  auto diag = [&](const char *name, ArgFact f) {
+    CompileResult r = compileWith(src, "k", {{name, f}});
+    CHECK_FALSE(r.ok);
+    return r.diagnostics;
+  };
+  std::string d = diag("s", ArgFact::EqualsOne);
+  CHECK(d.find("spec.tile:3:16: error: cannot assume 's=1': only i32 and i64 parameters can be "
+               "specialized, 's' is f32") != std::string::npos);
+  d = diag("X", ArgFact::DivisibleBy16);
+  CHECK(d.find("cannot assume 'X%16': only i32 and i64 parameters can be specialized, 'X' is "
+               "*f32") != std::string::npos);
+  d = diag("h", ArgFact::EqualsOne);
+  CHECK(d.find("'h' is i16") != std::string::npos);
+  d = diag("nope", ArgFact::EqualsOne);
+  CHECK(d.find("cannot assume 'nope=1': no parameter named 'nope' in kernel 'k'") !=
+        std::string::npos);
+  d = diag("BLOCK", ArgFact::DivisibleBy16);
+  CHECK(d.find("'BLOCK' is a constexpr parameter") != std::string::npos);
+  // i64 is allowed.
+  const char *wide = R"(
+@kernel
+def w(X: *f32, n: i64):
+    offs = arange(0, 128)
+    store(X + offs * n, 1.0)
+)";
+  CHECK(compileWith(wide, "w", {{"n", ArgFact::EqualsOne}}).ok);
+  CHECK(compileWith(wide, "w", {{"n", ArgFact::DivisibleBy16}}).ok);
+}
+
+TEST_CASE("A compile without facts is unchanged", "[specialization]") {
+  for (bool gpu : {false, true}) {
+    CompileResult none = compileWith(kRows, "", {}, gpu);
+    CompileResult noneFacts =
+        compileWith(kRows, "", {{"stride", ArgFact::None}, {"stride_am", ArgFact::None}}, gpu);
+    REQUIRE(none.ok);
+    REQUIRE(noneFacts.ok);
+    CHECK(none.tileIR == noneFacts.tileIR);
+    CHECK(none.gpuIR == noneFacts.gpuIR);
+    CHECK(none.tileIR.find("tile.divisibility") == std::string::npos);
+  }
+}
+
+TEST_CASE("Cache keys differ by facts; no facts keeps the old key", "[specialization][cache]") {
+  CacheKeyInputs in;
+  in.sources = {{"a.tile", "text"}};
+  in.kernelName = "k";
+  in.options = {{"num_warps", "4"}, {"num_stages", "3"}, {"emit", "ptx"}};
+  in.compilerVersion = "v";
+  in.target = "sm_90a";
+  std::string base = cacheKey(in);
+  auto keyWith = [&](std::map<std::string, ArgFact> facts) {
+    CacheKeyInputs c = in;
+    addArgFacts(c, facts);
+    return cacheKey(c);
+  };
+  CHECK(keyWith({}) == base);
+  CHECK(keyWith({{"s", ArgFact::None}}) == base);
+  std::string one = keyWith({{"s", ArgFact::EqualsOne}});
+  std::string div = keyWith({{"s", ArgFact::DivisibleBy16}});
+  std::string other = keyWith({{"t", ArgFact::EqualsOne}});
+  std::string two = keyWith({{"s", ArgFact::EqualsOne}, {"t", ArgFact::EqualsOne}});
+  std::set<std::string> keys{base, one, div, other, two};
+  CHECK(keys.size() == 5);
+}
+
+TEST_CASE("Variant table: facts from argument values, one build per fact set",
+          "[specialization][runtime]") {
+  KernelSignature sig;
+  sig.name = "k";
+  sig.params = {{"X", DType{ScalarType::f32, 1}},
+                {"a", DType{ScalarType::i32, 0}},
+                {"f", DType{ScalarType::f32, 0}},
+                {"b", DType{ScalarType::i64, 0}},
+                {"c", DType{ScalarType::i16, 0}}};
+  std::vector<ArgFacts> builds;
+  detail::VariantTable table(sig, [&](const ArgFacts &facts) {
+    builds.push_back(facts);
+    return detail::KernelVariant{Function(), builds.size()};
+  });
+  auto args = [](int32_t a, int64_t b) {
+    return makeArgs(DevicePtr<float>{256}, a, 1.0f, b, int16_t(1));
+  };
+  auto factsFor = [&](int32_t a, int64_t b) { return table.factsOf(table.keyOf(args(a, b))); };
+  CHECK(factsFor(1, 1) == ArgFacts{{"a", ArgFact::EqualsOne}, {"b", ArgFact::EqualsOne}});
+  CHECK(factsFor(32, -48) ==
+        ArgFacts{{"a", ArgFact::DivisibleBy16}, {"b", ArgFact::DivisibleBy16}});
+  CHECK(factsFor(0, int64_t(1) << 40) ==
+        ArgFacts{{"a", ArgFact::DivisibleBy16}, {"b", ArgFact::DivisibleBy16}});
+  CHECK(factsFor(7, 17) == ArgFacts{});
+  CHECK(factsFor(-1, (int64_t(1) << 32) + 1) == ArgFacts{}); // i64 read in full
+  CHECK(table.keyOf(args(7, 17)) == 0);
+
+  CHECK(table.get(table.keyOf(args(1, 5))).sharedMemoryBytes == 1);
+  CHECK(table.get(table.keyOf(args(1, 9))).sharedMemoryBytes == 1); // same facts: a hit
+  CHECK(table.get(table.keyOf(args(16, 9))).sharedMemoryBytes == 2);
+  REQUIRE(builds.size() == 2);
+  CHECK(builds[0] == ArgFacts{{"a", ArgFact::EqualsOne}});
+  CHECK(builds[1] == ArgFacts{{"a", ArgFact::DivisibleBy16}});
+  CHECK(table.built().size() == 2);
+}
+
+TEST_CASE("GPU: one kernel launched with unit and non-unit strides builds two variants",
+          "[gpu][specialization]") {
+  std::unique_ptr<Context> ctx;
+  try {
+    ctx = std::make_unique<Context>(createCudaBackend(0));
+  } catch (const Error &e) {
+    WARN("GPU test skipped: no GPU (" << e.what() << ")");
+    return;
+  }
+  const char *src = R"(
+@kernel
+def scaled_copy(X: *f32, Y: *f32, M: i32, N: i32, stride_m: i32, stride_n: i32,
+                BM: constexpr = 32, BN: constexpr = 64):
+    rm = program_id(0) * BM + arange(0, BM)
+    rn = program_id(1) * BN + arange(0, BN)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    x = load(X + rm[:, None] * stride_m + rn[None, :] * stride_n, mask=mask, other=0.0)
+    store(Y + rm[:, None] * N + rn[None, :], x * 2.5 - 1.0, mask=mask)
+)";
+  JitOptions jo;
+  jo.useCache = false; // build every variant here, not from an earlier run
+  Kernel k = compileString(*ctx, src, "scaled_copy.tile", "scaled_copy", {}, jo);
+  CHECK(k.specializes());
+  CHECK(k.builtVariants().empty()); // lazy: nothing built before the first launch
+  testing::Seeded rnd;
+  INFO("seed " << rnd.seed);
+  const int32_t M = 100, N = 96;
+  std::vector<float> x = rnd.uniform(size_t(M) * N);
+  auto X = ctx->upload(x);
+  // Worst relative error of kernel `kk` reading X as an M x N view with these strides.
+  auto check = [&](const Kernel &kk, int32_t sm, int32_t sn) {
+    auto Y = ctx->alloc<float>(size_t(M) * N);
+    kk.launch(ctx->stream(), Grid::of(cdiv(M, 32), cdiv(N, 64)), X, Y, M, N, sm, sn);
+    ctx->synchronize();
+    std::vector<float> y = Y.toHost();
+    double worst = 0;
+    for (int32_t i = 0; i < M; ++i)
+      for (int32_t j = 0; j < N; ++j) {
+        double want = double(x[size_t(i) * sm + size_t(j) * sn]) * 2.5 - 1.0;
+        double got = y[size_t(i) * N + j];
+        worst = std::max(worst, std::abs(got - want) / std::max(1e-6, std::abs(want)));
+      }
+    return worst;
+  };
+  // Row-major (stride_n == 1, stride_m == 96 % 16 == 0), then column-major
+  // reading of the same buffer as an M x N view (stride_m == 1, stride_n == 100).
+  CHECK(check(k, N, 1) < 1e-6);
+  CHECK(check(k, 1, M) < 1e-6);
+  // Same facts with other values: no new variant.
+  CHECK(check(k, N - 16, 1) < 1e-6);
+  std::vector<ArgFacts> built = k.builtVariants();
+  CHECK(built.size() == 2);
+  CHECK(std::count(built.begin(), built.end(),
+                   ArgFacts{{"N", ArgFact::DivisibleBy16},
+                            {"stride_m", ArgFact::DivisibleBy16},
+                            {"stride_n", ArgFact::EqualsOne}}) == 1);
+  CHECK(std::count(built.begin(), built.end(),
+                   ArgFacts{{"N", ArgFact::DivisibleBy16}, {"stride_m", ArgFact::EqualsOne}}) ==
+        1);
+  // Copies share the table.
+  Kernel copy = k;
+  CHECK(copy.builtVariants().size() == 2);
+
+  // specialize = false: one variant, built by compile(), same results.
+  jo.specialize = false;
+  Kernel plain = compileString(*ctx, src, "scaled_copy.tile", "scaled_copy", {}, jo);
+  CHECK_FALSE(plain.specializes());
+  CHECK(plain.builtVariants().size() == 1);
+  CHECK(check(plain, N, 1) < 1e-6);
+  CHECK(check(plain, 1, M) < 1e-6);
+}
