@@ -115,7 +115,7 @@ int64_t swizzleMode(int64_t bytes) { return bytes == 128 ? 1 : bytes == 64 ? 2 :
 } // namespace
 
 std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
-  if (arch_ != "sm_90a" || numStages_ < 3 || (numWarps_ != 4 && numWarps_ != 8))
+  if (arch_ != "sm_90a" || numStages_ < 3 || (numWarps_ != 4 && numWarps_ != 8 && numWarps_ != 16))
     return std::nullopt;
   std::optional<DotLoop> mm = matchDotLoop(op);
   if (!mm)

@@ -1,0 +1,147 @@
+// GPU checks of kernels_dsl/basics/matmul.tile for every operand type, at
+// ragged shapes, against an fp64 CPU reference. The configs cover each
+// lowering of dot: the pipelined wgmma loop (sm_90a, unit inner strides),
+// mma.sync (num_stages = 1), and the FMA path (f32, i8); padded and odd
+// leading dimensions exercise the masked and misaligned copy paths.
+// Skips visibly without a GPU.
+#include "TestSupport.h"
+
+#include "tessera/JIT.h"
+#include "tessera/Runtime.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+using namespace tessera;
+
+namespace {
+struct Case {
+  int64_t M, N, K;
+  int64_t lda, ldb, ldc; // leading dimensions (row strides), >= K, N, N
+};
+struct Cfg {
+  int64_t bm, bn, bk;
+  int warps, stages;
+};
+
+std::string kernelPath() { return std::string(TESSERA_SOURCE_DIR) + "/kernels_dsl/basics/matmul.tile"; }
+
+// Values exactly representable in every operand type, so the reference is exact.
+double sample(std::mt19937 &rng, const std::string &dt) {
+  if (dt == "i8")
+    return double(int(rng() % 255) - 127);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  float x = u(rng);
+  if (dt == "bf16")
+    return float(bf16(x));
+  if (dt == "f16")
+    return float(f16(x));
+  return x;
+}
+
+void store(std::vector<uint8_t> &buf, size_t i, double v, const std::string &dt) {
+  if (dt == "i8") {
+    buf[i] = uint8_t(int8_t(v));
+  } else if (dt == "f32") {
+    float f = float(v);
+    std::memcpy(&buf[i * 4], &f, 4);
+  } else {
+    uint16_t bits = dt == "bf16" ? bf16(float(v)).bits : f16(float(v)).bits;
+    std::memcpy(&buf[i * 2], &bits, 2);
+  }
+}
+
+// Relative error ||C - ref|| / ||ref|| over the M x N result; NaN when any
+// element was not written (the output is poisoned first).
+double runCase(Context &ctx, const std::string &dt, const Case &c, const Cfg &cfg, uint64_t seed) {
+  std::mt19937 rng{uint32_t(seed)};
+  size_t eb = dt == "f32" ? 4 : dt == "i8" ? 1 : 2;
+  bool isInt = dt == "i8";
+  std::vector<double> a(size_t(c.M * c.lda)), b(size_t(c.K * c.ldb));
+  std::vector<uint8_t> ha(a.size() * eb), hb(b.size() * eb);
+  for (size_t i = 0; i < a.size(); ++i)
+    store(ha, i, a[i] = sample(rng, dt), dt);
+  for (size_t i = 0; i < b.size(); ++i)
+    store(hb, i, b[i] = sample(rng, dt), dt);
+  DeviceMemory da = ctx.allocBytes(ha.size()), db = ctx.allocBytes(hb.size());
+  DeviceMemory dc = ctx.allocBytes(size_t(c.M * c.ldc) * 4);
+  da.copyFromHost(ha.data(), ha.size());
+  db.copyFromHost(hb.data(), hb.size());
+  dc.memset(0xFF);
+  JitOptions o;
+  o.numWarps = cfg.warps;
+  o.numStages = cfg.stages;
+  std::map<std::string, ConstexprValue> cx = {
+      {"BM", cfg.bm}, {"BN", cfg.bn}, {"BK", cfg.bk}, {"GROUP", int64_t(4)},
+      {"DT", *parseDType(dt)}, {"ACC", *parseDType(isInt ? "i32" : "f32")},
+      {"OUT", *parseDType(isInt ? "i32" : "f32")}};
+  Kernel k = compile(ctx, kernelPath(), "matmul", cx, o);
+  std::vector<ArgValue> args =
+      makeArgs(DevicePtr<uint8_t>{da.address()}, DevicePtr<uint8_t>{db.address()},
+               DevicePtr<uint8_t>{dc.address()}, int32_t(c.M), int32_t(c.N), int32_t(c.K),
+               int32_t(c.lda), int32_t(1), int32_t(c.ldb), int32_t(1), int32_t(c.ldc), int32_t(1));
+  for (size_t p = 0; p < 3; ++p)
+    args[p].type = k.signature().params[p].type;
+  k.launchWithArgs(ctx.stream(), Grid::of(cdiv(c.M, cfg.bm) * cdiv(c.N, cfg.bn)), args);
+  ctx.synchronize();
+  std::vector<uint8_t> hc(dc.size());
+  dc.copyToHost(hc.data(), hc.size());
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < c.M; ++i)
+    for (int64_t j = 0; j < c.N; ++j) {
+      double ref = 0;
+      for (int64_t q = 0; q < c.K; ++q)
+        ref += a[size_t(i * c.lda + q)] * b[size_t(q * c.ldb + j)];
+      size_t at = size_t(i * c.ldc + j) * 4;
+      double got;
+      if (isInt) {
+        int32_t v;
+        std::memcpy(&v, &hc[at], 4);
+        got = v;
+      } else {
+        float v;
+        std::memcpy(&v, &hc[at], 4);
+        got = v;
+      }
+      num += (got - ref) * (got - ref);
+      den += ref * ref;
+    }
+  return std::sqrt(num / den);
+}
+} // namespace
+
+TEST_CASE("GPU matmul matches fp64 for f16, bf16, f32 and i8 at ragged shapes", "[gpu][matmul]") {
+  std::unique_ptr<Context> ctx;
+  try {
+    ctx = std::make_unique<Context>(createCudaBackend(0));
+  } catch (const Error &e) {
+    WARN("GPU test skipped: no GPU (" << e.what() << ")");
+    return;
+  }
+  const std::vector<Case> cases = {
+      {300, 200, 190, 190, 200, 200}, // odd K: misaligned A rows, partial K chunks
+      {257, 136, 512, 520, 136, 140}, // padded leading dimensions
+      {128, 256, 64, 64, 256, 256},   // exact tiles
+  };
+  const std::vector<Cfg> tensorCore = {
+      {128, 128, 64, 8, 3}, {64, 64, 32, 4, 4}, {128, 256, 64, 8, 4}, {64, 64, 16, 4, 1}};
+  const std::vector<Cfg> fma = {{64, 64, 16, 4, 1}, {32, 64, 32, 4, 3}};
+  uint64_t seed = tessera::testing::freshSeed();
+  INFO("seed " << seed);
+  for (std::string dt : {"bf16", "f16", "f32", "i8"}) {
+    bool tc = dt == "bf16" || dt == "f16";
+    for (const Cfg &cfg : tc ? tensorCore : fma)
+      for (const Case &c : cases) {
+        double rel = runCase(*ctx, dt, c, cfg, seed++);
+        INFO(dt << " " << c.M << "x" << c.N << "x" << c.K << " BM=" << cfg.bm << " BN=" << cfg.bn
+                << " BK=" << cfg.bk << " warps=" << cfg.warps << " stages=" << cfg.stages
+                << ": relative error " << rel);
+        // Exact products, f32 (or i32) accumulation: far below the issue's
+        // 1e-2 (16-bit) and 3e-3 (tf32) bounds; i8 is exact.
+        CHECK(rel <= (dt == "i8" ? 0.0 : 1e-5));
+      }
+  }
+}
