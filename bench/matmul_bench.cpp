@@ -28,17 +28,21 @@ struct Config {
   }
 };
 
-// The documented search space (bench/NOTES.md). 16-bit operands: wgmma tiles
-// on sm_90a (BM = 16 * num_warps), plus the mma.sync tile of the first
-// tensor-core version; other types: the FMA back end's tiles.
+// The documented search space (bench/NOTES.md): wgmma tiles on sm_90a
+// (BM = 16 * num_warps, num_stages >= 3), plus one tile of the path before it
+// (mma.sync for 16-bit operands, FMA otherwise: num_stages = 1).
 std::vector<Config> configsFor(const std::string &dt) {
   if (dt == "bf16" || dt == "f16")
     return {{128, 128, 64, 8, 8, 4}, {128, 128, 64, 8, 8, 5}, {128, 128, 64, 8, 8, 6},
             {128, 256, 64, 8, 8, 4}, {128, 256, 32, 8, 8, 6}, {128, 256, 32, 8, 8, 8},
             {256, 128, 64, 8, 16, 4}, {256, 128, 32, 8, 16, 6}, {64, 256, 64, 8, 4, 4},
             {128, 128, 32, 8, 8, 1}};
-  return {{64, 64, 16, 8, 4, 1},   {64, 64, 32, 8, 8, 1},  {128, 64, 16, 8, 8, 1},
-          {128, 128, 32, 8, 8, 1}, {128, 64, 32, 8, 4, 1}, {64, 128, 32, 8, 4, 1}};
+  if (dt == "f32") // tf32 wgmma, B through registers
+    return {{128, 128, 32, 8, 8, 4}, {128, 256, 32, 8, 8, 3}, {128, 128, 32, 8, 8, 3},
+            {64, 128, 32, 8, 4, 4},  {256, 128, 32, 8, 16, 3}, {128, 64, 16, 8, 8, 1}};
+  // i8: s8 wgmma, B through registers
+  return {{128, 128, 128, 8, 8, 4}, {128, 256, 64, 8, 8, 4}, {128, 128, 64, 8, 8, 4},
+          {64, 128, 128, 8, 4, 4},  {256, 128, 64, 8, 16, 4}, {64, 64, 16, 8, 4, 1}};
 }
 
 // Median of 5 timings of `iters` back-to-back launches, in ms per launch.

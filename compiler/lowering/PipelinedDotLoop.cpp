@@ -122,12 +122,23 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
     return std::nullopt;
   DotLoop &m = *mm;
   auto at = m.dot.getA().getType(), bt = m.dot.getB().getType(), ct = m.dot.getAcc().getType();
-  Type ea = at.getElementType();
-  if (!(ea.isBF16() || ea.isF16()) || bt.getElementType() != ea || !ct.getElementType().isF32())
+  Type ea = at.getElementType(), ec = ct.getElementType();
+  if (bt.getElementType() != ea)
     return std::nullopt;
-  const int64_t BM = at.getDimSize(0), BK = at.getDimSize(1), BN = bt.getDimSize(1), eb = 2;
+  // 16-bit operands read B N-major (wgmma transposes it); tf32 and s8 wgmma
+  // read both operands K-major only, so B goes through registers and is
+  // stored transposed ("B via registers").
+  bool half = (ea.isBF16() || ea.isF16()) && ec.isF32();
+  bool tf32 = ea.isF32() && ec.isF32() && m.dot.getInputPrecision() == tile::InputPrecision::tf32;
+  bool int8 = ea.isInteger(8) && ec.isInteger(32);
+  if (!half && !tf32 && !int8)
+    return std::nullopt;
+  const bool bViaRegs = !half;
+  const int64_t BM = at.getDimSize(0), BK = at.getDimSize(1), BN = bt.getDimSize(1);
+  const int64_t eb = ea.getIntOrFloatBitWidth() / 8;
   const int64_t vecElems = 16 / eb;
-  if (BM != 16 * numWarps_ || BK % 16 || BN % 16 || BN > 256 || BK * eb < 32 || BN * eb < 32 ||
+  const int64_t kPerInst = 32 / eb; // every wgmma consumes 32 bytes of K
+  if (BM != 16 * numWarps_ || BK % kPerInst || BK % 8 || BN % 16 || BN > 256 || BN * eb < 32 ||
       (BM * BK / vecElems) % threads_ || (BK * BN / vecElems) % threads_)
     return std::nullopt;
   // Both operands must be contiguous along their last dimension (rows of A
@@ -141,14 +152,18 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
       return std::nullopt;
   }
   const int64_t S = numStages_;
-  const int64_t WA = std::min<int64_t>(128, BK * eb), WB = std::min<int64_t>(128, BN * eb);
+  // Swizzle widths: A's rows are K; B's rows are N (16-bit) or, stored
+  // transposed, K as well.
+  const int64_t WA = std::min<int64_t>(128, BK * eb);
+  const int64_t WB = bViaRegs ? WA : std::min<int64_t>(128, BN * eb);
   const int64_t aBytes = BM * BK * eb, bBytes = BK * BN * eb, stageBytes = aBytes + bBytes;
   if (smemUsed_ + 1024 + S * stageBytes > kMaxSharedBytes)
     return std::nullopt; // generic lowering; a smaller num_stages would pipeline
 
   Location loc = op.getLoc();
   MLIRContext *ctx = b_.getContext();
-  Type i32 = b_.getI32Type(), i64 = b_.getI64Type(), f32 = b_.getF32Type();
+  Type i32 = b_.getI32Type(), i64 = b_.getI64Type();
+  Type accTy = ec;
   int64_t smemOff = (smemUsed_ + 1023) / 1024 * 1024; // swizzle atoms need 1024-byte alignment
   smemUsed_ = smemOff + S * stageBytes;
   auto asmCall = [&](TypeRange results, ValueRange operands, StringRef text, StringRef constraints) {
@@ -225,14 +240,31 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
   // `dst`, in the swizzled layout: row r, byte b of the row lands in column
   // block b / W (each block holds every row, W bytes per row), and within the
   // 8-row swizzle atom its 16-byte unit is XORed with the row's low bits.
-  auto issueCopy = [&](tile::LoadOp ld, Value dst, int64_t W) -> bool {
+  auto copyLayout = [&](tile::LoadOp ld) {
     auto rt = cast<RankedTensorType>(ld.getType());
-    int64_t R = rt.getDimSize(0), C = rt.getDimSize(1);
     Layout cl;
-    cl.shape = {R, C};
-    cl.total = R * C;
+    cl.shape = {rt.getDimSize(0), rt.getDimSize(1)};
+    cl.total = cl.shape[0] * cl.shape[1];
     cl.vec = vecElems;
     cl.chunks = cl.total / (threads_ * vecElems);
+    return cl;
+  };
+  // Byte offset of element (r, c) in a stage buffer of R rows whose rows are
+  // W-byte swizzled (see issueCopy).
+  auto swizzled = [&](Value r, Value colByte, int64_t R, int64_t W) -> Value {
+    Value blk = arith::DivUIOp::create(b_, loc, colByte, c32(W));
+    Value inRow = arith::RemUIOp::create(b_, loc, colByte, c32(W));
+    Value o = arith::AddIOp::create(b_, loc, arith::MulIOp::create(b_, loc, r, c32(W)), inRow);
+    Value sw = arith::ShLIOp::create(
+        b_, loc,
+        arith::AndIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, o, c32(7)), c32(W / 16 - 1)),
+        c32(4));
+    return arith::AddIOp::create(b_, loc, arith::MulIOp::create(b_, loc, blk, c32(R * W)),
+                                 arith::XOrIOp::create(b_, loc, o, sw));
+  };
+  auto issueCopy = [&](tile::LoadOp ld, Value dst, int64_t W) -> bool {
+    Layout cl = copyLayout(ld);
+    int64_t R = cl.shape[0];
     AxisInfo pa = axis_.get(ld.getPtr());
     bool aligned = pa.divisibility.back() >= 16;
     bool maskWhole = !ld.getMask() || axis_.get(ld.getMask()).constancy.back() >= vecElems;
@@ -242,16 +274,7 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
       int64_t s0 = k * vecElems;
       ArrayRef<Value> c = coords(cl, s0);
       // Byte offset of the chunk in the stage buffer.
-      Value colByte = arith::MulIOp::create(b_, loc, c[1], c32(eb));
-      Value blk = arith::DivUIOp::create(b_, loc, colByte, c32(W));
-      Value inRow = arith::RemUIOp::create(b_, loc, colByte, c32(W));
-      Value o = arith::AddIOp::create(b_, loc, arith::MulIOp::create(b_, loc, c[0], c32(W)), inRow);
-      Value sw = arith::ShLIOp::create(
-          b_, loc,
-          arith::AndIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, o, c32(7)), c32(W / 16 - 1)),
-          c32(4));
-      Value phys = arith::AddIOp::create(b_, loc, arith::MulIOp::create(b_, loc, blk, c32(R * W)),
-                                         arith::XOrIOp::create(b_, loc, o, sw));
+      Value phys = swizzled(c[0], arith::MulIOp::create(b_, loc, c[1], c32(eb)), R, W);
       dsts.push_back(arith::AddIOp::create(b_, loc, dst, phys));
       // The chunk's elements are contiguous (checked above): one address, and
       // the lanes' coordinates computed here rather than kept from the entry.
@@ -309,10 +332,115 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
     return true;
   };
 
+  // B via registers: the thread's chunks of the BK x BN tile, loaded as
+  // 16-byte vectors when in bounds and aligned, else element by element.
+  Layout bLay = copyLayout(m.loadB);
+  // Carried as one 16-byte vector per chunk (i8 lanes would each take a register).
+  const int64_t bRegs = bViaRegs ? bLay.chunks : 0;
+  auto vt = VectorType::get({vecElems}, ea);
+  // Chunk k of this thread: groups of 8 consecutive chunks run down K, so
+  // that a warp's transposed stores (same N, consecutive K) fall in distinct
+  // banks, while each K row still reads 8 * 16 contiguous bytes.
+  const int64_t nChunks = BN / vecElems;
+  auto bChunkCoords = [&](int64_t k) -> SmallVector<Value> {
+    Value q = arith::AddIOp::create(b_, loc, tid_, c32(k * threads_));
+    Value kRow = arith::AddIOp::create(
+        b_, loc, arith::AndIOp::create(b_, loc, q, c32(7)),
+        arith::MulIOp::create(b_, loc, arith::DivUIOp::create(b_, loc, q, c32(8 * nChunks)), c32(8)));
+    Value nCol = arith::MulIOp::create(
+        b_, loc, arith::RemUIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, q, c32(3)), c32(nChunks)),
+        c32(vecElems));
+    return {kRow, nCol};
+  };
+  auto loadRegs = [&](tile::LoadOp ld) -> SmallVector<Value> {
+    AxisInfo pa = axis_.get(ld.getPtr());
+    bool aligned = pa.divisibility.back() >= 16;
+    bool maskWhole = !ld.getMask() || axis_.get(ld.getMask()).constancy.back() >= vecElems;
+    SmallVector<Value> ptrs, masks;
+    Value all;
+    for (int64_t k = 0; k < bLay.chunks; ++k) {
+      SmallVector<Value> c = bChunkCoords(k);
+      ptrs.push_back(elem(ld.getPtr(), c, loc));
+      SmallVector<Value> mk;
+      for (int64_t v = 0; ld.getMask() && v < vecElems; ++v) {
+        if (maskWhole && v) {
+          mk.push_back(mk[0]);
+          continue;
+        }
+        SmallVector<Value> cv{c[0], v ? Value(arith::AddIOp::create(b_, loc, c[1], c32(v))) : c[1]};
+        mk.push_back(elem(ld.getMask(), cv, loc));
+      }
+      masks.append(mk.begin(), mk.end());
+      if (Value g = vectorGuard(maskWhole && !mk.empty() ? ArrayRef<Value>(mk).take_front(1) : ArrayRef<Value>(mk),
+                                ptrs.back(), 16, aligned, loc))
+        all = all ? Value(arith::AndIOp::create(b_, loc, all, g)) : g;
+    }
+    auto wide = [&]() {
+      SmallVector<Value> vecs;
+      for (Value p : ptrs)
+        vecs.push_back(LLVM::LoadOp::create(b_, loc, vt, p, 16));
+      return vecs;
+    };
+    if (!all)
+      return wide();
+    auto ifOp = scf::IfOp::create(b_, loc, SmallVector<Type>(bRegs, vt), all, true, true);
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointToStart(ifOp.thenBlock());
+    scf::YieldOp::create(b_, loc, wide());
+    b_.setInsertionPointToStart(ifOp.elseBlock());
+    SmallVector<Value> vecs;
+    for (int64_t k = 0; k < bLay.chunks; ++k) {
+      Value vec = LLVM::PoisonOp::create(b_, loc, vt);
+      for (int64_t v = 0; v < vecElems; ++v) {
+        Value p = LLVM::GEPOp::create(b_, loc, ptrs[k].getType(), ea, ptrs[k], ArrayRef<LLVM::GEPArg>{int32_t(v)});
+        Value mask = masks.empty() ? Value() : masks[k * vecElems + v];
+        if (!mask) {
+          vec = LLVM::InsertElementOp::create(b_, loc, vec, LLVM::LoadOp::create(b_, loc, ea, p, eb), c32(v));
+          continue;
+        }
+        auto one = scf::IfOp::create(b_, loc, TypeRange{ea}, mask, true, true);
+        OpBuilder::InsertionGuard g2(b_);
+        b_.setInsertionPointToStart(one.thenBlock());
+        scf::YieldOp::create(b_, loc, Value(LLVM::LoadOp::create(b_, loc, ea, p, eb)));
+        b_.setInsertionPointToStart(one.elseBlock());
+        scf::YieldOp::create(b_, loc, Value(arith::ConstantOp::create(b_, loc, b_.getZeroAttr(ea))));
+        b_.setInsertionPointAfter(one);
+        vec = LLVM::InsertElementOp::create(b_, loc, vec, one.getResult(0), c32(v));
+      }
+      vecs.push_back(vec);
+    }
+    scf::YieldOp::create(b_, loc, vecs);
+    return SmallVector<Value>(ifOp.getResults().begin(), ifOp.getResults().end());
+  };
+  // Stores B's registers transposed: element (k, n) goes to row n, byte k*eb
+  // of the K-major, W-swizzled stage buffer of BN rows.
+  auto ptr3 = LLVM::LLVMPointerType::get(ctx, 3);
+  auto storeTransposed = [&](ValueRange regs, Value dst) {
+    for (int64_t k = 0; k < bLay.chunks; ++k) {
+      SmallVector<Value> c = bChunkCoords(k);
+      Value colByte = arith::MulIOp::create(b_, loc, c[0], c32(eb));
+      for (int64_t v = 0; v < vecElems; ++v) {
+        Value nIdx = arith::AddIOp::create(b_, loc, c[1], c32(v));
+        Value addr = arith::AddIOp::create(b_, loc, dst, swizzled(nIdx, colByte, BN, WB));
+        Value x = LLVM::ExtractElementOp::create(b_, loc, regs[k], c32(v));
+        LLVM::StoreOp::create(b_, loc, x, LLVM::IntToPtrOp::create(b_, loc, ptr3, addr), eb);
+      }
+    }
+  };
+
   // Issues iteration j's copies into stage `stage` (both i32), when j < n.
+  // B via registers: returns B's loaded registers (zeros when j >= n).
   Block &srcBody = *op.getBody();
-  auto issueIteration = [&](Value j, Value stage) -> bool {
-    auto ifOp = makeIf(arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::slt, j, n), false, loc);
+  auto issueIteration = [&](Value j, Value stage, SmallVector<Value> &bLoaded) -> bool {
+    Value cond = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::slt, j, n);
+    scf::IfOp ifOp = bViaRegs ? scf::IfOp::create(b_, loc, SmallVector<Type>(bRegs, vt), cond, true, true)
+                              : makeIf(cond, false, loc);
+    if (bViaRegs) {
+      OpBuilder::InsertionGuard g(b_);
+      b_.setInsertionPointToStart(ifOp.elseBlock());
+      scf::YieldOp::create(b_, loc, SmallVector<Value>(bRegs, LLVM::PoisonOp::create(b_, loc, vt)));
+      bLoaded.assign(ifOp.getResults().begin(), ifOp.getResults().end());
+    }
     OpBuilder::InsertionGuard g(b_);
     b_.setInsertionPointToStart(ifOp.thenBlock());
     pushScope();
@@ -334,10 +462,18 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
     }
     Value base = arith::AddIOp::create(b_, loc, smemAddr,
                                        arith::MulIOp::create(b_, loc, stage, c32(stageBytes)));
-    bool ok = issueCopy(m.loadA, base, WA) &&
-              issueCopy(m.loadB, arith::AddIOp::create(b_, loc, base, c32(aBytes)), WB);
+    bool ok = issueCopy(m.loadA, base, WA);
+    if (bViaRegs)
+      scf::YieldOp::create(b_, loc, loadRegs(m.loadB));
+    else
+      ok = ok && issueCopy(m.loadB, arith::AddIOp::create(b_, loc, base, c32(aBytes)), WB);
     popScope();
     return ok;
+  };
+  auto stageB = [&](Value stage) {
+    return arith::AddIOp::create(
+        b_, loc, arith::AddIOp::create(b_, loc, smemAddr, arith::MulIOp::create(b_, loc, stage, c32(stageBytes))),
+        c32(aBytes));
   };
   auto commitCopies = [&]() { asmCall({}, {}, "cp.async.commit_group;", "~{memory}"); };
 
@@ -357,13 +493,14 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
 
   // Passes the accumulators through `wgmma.wait_group N`, so that no use of
   // them can move above the wait.
+  const std::string accCons = int8 ? "=r," : "=f,";
   auto waitAcc = [&](ValueRange accs, int pending) {
     std::string cons;
     for (int64_t r = 0; r < R; ++r)
-      cons += "=f,";
+      cons += accCons;
     for (int64_t r = 0; r < R; ++r)
       cons += std::to_string(r) + (r + 1 < R ? "," : "");
-    auto w = asmCall(SmallVector<Type>(R, f32), accs,
+    auto w = asmCall(SmallVector<Type>(R, accTy), accs,
                      "wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";", cons + ",~{memory}");
     SmallVector<Value> out;
     for (int64_t r = 0; r < R; ++r)
@@ -373,8 +510,11 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
 
   // Prologue: iterations 0 .. S-3 in flight.
   for (int64_t p = 0; p + 2 < S; ++p) {
-    if (!issueIteration(c32(p), c32(p)))
+    SmallVector<Value> regs;
+    if (!issueIteration(c32(p), c32(p), regs))
       return false;
+    if (bViaRegs)
+      storeTransposed(regs, stageB(c32(p)));
     commitCopies();
   }
 
@@ -384,23 +524,28 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
   };
   // A is K-major (leading offset unused with swizzling); B is N-major: its
   // W-byte column blocks are BK * W bytes apart.
-  int64_t highA = descHigh(16, 8 * WA, WA), highB = descHigh(BK * WB, 8 * WB, WB);
+  int64_t highA = descHigh(16, 8 * WA, WA);
+  int64_t highB = bViaRegs ? descHigh(16, 8 * WB, WB) : descHigh(BK * WB, 8 * WB, WB);
   if (const char *e = std::getenv("TESSERA_WGMMA_B_SWAP"); e && *e == '1')
     highB = descHigh(8 * WB, BK * WB, WB);
   auto desc = [&](Value addr, int64_t high) -> Value {
     Value field = arith::AndIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, addr, c32(4)), c32(0x3FFF));
     return arith::OrIOp::create(b_, loc, arith::ExtUIOp::create(b_, loc, i64, field), c64(high));
   };
-  std::string shape = "m64n" + std::to_string(BN) + "k16";
-  std::string ty = ea.isBF16() ? "bf16" : "f16";
+  std::string shape = "m64n" + std::to_string(BN) + "k" + std::to_string(kPerInst);
+  std::string ty = ea.isBF16() ? "bf16" : ea.isF16() ? "f16" : tf32 ? "tf32" : "s8";
   std::string wgmmaText = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(R + 2) +
-                          ", 0;\nwgmma.mma_async.sync.aligned." + shape + ".f32." + ty + "." + ty + " {";
+                          ", 0;\nwgmma.mma_async.sync.aligned." + shape + (int8 ? ".s32." : ".f32.") + ty +
+                          "." + ty + " {";
   for (int64_t r = 0; r < R; ++r)
     wgmmaText += "$" + std::to_string(r) + (r + 1 < R ? "," : "");
-  wgmmaText += "}, $" + std::to_string(R) + ", $" + std::to_string(R + 1) + ", p, 1, 1, 0, 1;\n}";
+  // Scale and transpose immediates: 16-bit types read B transposed; tf32 has
+  // scales only; integer wgmma has neither.
+  wgmmaText += "}, $" + std::to_string(R) + ", $" + std::to_string(R + 1) +
+               (half ? ", p, 1, 1, 0, 1;\n}" : tf32 ? ", p, 1, 1;\n}" : ", p;\n}");
   std::string wgmmaCons;
   for (int64_t r = 0; r < R; ++r)
-    wgmmaCons += "=f,";
+    wgmmaCons += accCons;
   wgmmaCons += "l,l,r";
   for (int64_t r = 0; r < R; ++r)
     wgmmaCons += "," + std::to_string(r);
@@ -408,7 +553,10 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
   Value warp = arith::ShRUIOp::create(b_, loc, tid_, c32(5));
   Value wgRowBytes = arith::MulIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, warp, c32(2)), c32(64 * WA));
 
-  auto loop = scf::ForOp::create(b_, loc, c32(0), n, c32(1), acc0);
+  SmallVector<Value> inits = acc0;
+  for (int64_t r = 0; r < bRegs; ++r)
+    inits.push_back(LLVM::PoisonOp::create(b_, loc, vt)); // never stored (i >= 1 guard)
+  auto loop = scf::ForOp::create(b_, loc, c32(0), n, c32(1), inits);
   {
     OpBuilder::InsertionGuard g(b_);
     Block *body = loop.getBody();
@@ -416,6 +564,18 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
       body->back().erase();
     b_.setInsertionPointToEnd(body);
     Value i = loop.getInductionVar();
+    if (bViaRegs) {
+      // B of iteration i + S - 3, loaded during iteration i - 1: into its stage
+      // (last read by iteration i - 3's wgmmas, complete) before the barrier.
+      Value jb = arith::AddIOp::create(b_, loc, i, c32(S - 3));
+      Value cond = arith::AndIOp::create(
+          b_, loc, arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::sge, i, c32(1)),
+          arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::slt, jb, n));
+      auto ifOp = makeIf(cond, false, loc);
+      OpBuilder::InsertionGuard g2(b_);
+      b_.setInsertionPointToStart(ifOp.thenBlock());
+      storeTransposed(loop.getRegionIterArgs().drop_front(R), stageB(arith::RemUIOp::create(b_, loc, jb, c32(S))));
+    }
     asmCall({}, {}, "cp.async.wait_group " + std::to_string(S - 3) + ";", "~{memory}");
     asmCall({}, {}, "fence.proxy.async.shared::cta;", "~{memory}");
     barrier(loc);
@@ -424,25 +584,30 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
     Value sB = arith::AddIOp::create(b_, loc, sA, c32(aBytes));
     Value sAw = arith::AddIOp::create(b_, loc, sA, wgRowBytes);
     asmCall({}, {}, "wgmma.fence.sync.aligned;", "~{memory}");
-    SmallVector<Value> accs(loop.getRegionIterArgs().begin(), loop.getRegionIterArgs().end());
-    for (int64_t kk = 0; kk < BK / 16; ++kk) {
-      int64_t kb = kk * 16 * eb;
+    SmallVector<Value> accs(loop.getRegionIterArgs().begin(), loop.getRegionIterArgs().begin() + R);
+    for (int64_t kk = 0; kk < BK / kPerInst; ++kk) {
+      int64_t kb = kk * 32;
       Value aAddr = arith::AddIOp::create(b_, loc, sAw, c32(kb / WA * (BM * WA) + kb % WA));
-      Value bAddr = arith::AddIOp::create(b_, loc, sB, c32(kk * 16 * WB));
+      // B: 16 rows of K further (N-major), or 32 bytes along K (K-major).
+      Value bAddr = arith::AddIOp::create(
+          b_, loc, sB, c32(bViaRegs ? kb / WB * (BN * WB) + kb % WB : kk * 16 * WB));
       SmallVector<Value> operands{desc(aAddr, highA), desc(bAddr, highB), c32(1)};
       operands.append(accs.begin(), accs.end());
-      auto mma = asmCall(SmallVector<Type>(R, f32), operands, wgmmaText, wgmmaCons + ",~{memory}");
+      auto mma = asmCall(SmallVector<Type>(R, accTy), operands, wgmmaText, wgmmaCons + ",~{memory}");
       for (int64_t r = 0; r < R; ++r)
         accs[r] = LLVM::ExtractValueOp::create(b_, loc, mma.getResult(0), ArrayRef<int64_t>{r});
     }
     asmCall({}, {}, "wgmma.commit_group.sync.aligned;", "~{memory}");
     Value j = arith::AddIOp::create(b_, loc, i, c32(S - 2));
-    if (!issueIteration(j, arith::RemUIOp::create(b_, loc, j, c32(S))))
+    SmallVector<Value> regs;
+    if (!issueIteration(j, arith::RemUIOp::create(b_, loc, j, c32(S)), regs))
       return false;
     commitCopies();
-    scf::YieldOp::create(b_, loc, waitAcc(accs, 1));
+    SmallVector<Value> next = waitAcc(accs, 1);
+    next.append(regs.begin(), regs.end());
+    scf::YieldOp::create(b_, loc, next);
   }
-  SmallVector<Value> accs(loop.getResults().begin(), loop.getResults().end());
+  SmallVector<Value> accs(loop.getResults().begin(), loop.getResults().begin() + R);
   accs = waitAcc(accs, 0);
   asmCall({}, {}, "cp.async.wait_group 0;", "~{memory}");
 

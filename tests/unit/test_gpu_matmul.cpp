@@ -128,20 +128,25 @@ TEST_CASE("GPU matmul matches fp64 for f16, bf16, f32 and i8 at ragged shapes", 
   };
   const std::vector<Cfg> tensorCore = {
       {128, 128, 64, 8, 3}, {64, 64, 32, 4, 4}, {128, 256, 64, 8, 4}, {64, 64, 16, 4, 1}};
-  const std::vector<Cfg> fma = {{64, 64, 16, 4, 1}, {32, 64, 32, 4, 3}};
+  // f32: tf32 wgmma (BM = 16 * warps) and the FMA path (stages 1 or BM = 32);
+  // i8: s8 wgmma and FMA.
+  const std::vector<Cfg> f32 = {{128, 128, 32, 8, 4}, {64, 64, 32, 4, 3}, {64, 64, 16, 4, 1}, {32, 64, 32, 4, 3}};
+  const std::vector<Cfg> i8 = {{128, 128, 128, 8, 4}, {64, 64, 64, 4, 3}, {64, 64, 16, 4, 1}};
   uint64_t seed = tessera::testing::freshSeed();
   INFO("seed " << seed);
   for (std::string dt : {"bf16", "f16", "f32", "i8"}) {
-    bool tc = dt == "bf16" || dt == "f16";
-    for (const Cfg &cfg : tc ? tensorCore : fma)
+    bool half = dt == "bf16" || dt == "f16";
+    for (const Cfg &cfg : half ? tensorCore : dt == "f32" ? f32 : i8)
       for (const Case &c : cases) {
         double rel = runCase(*ctx, dt, c, cfg, seed++);
         INFO(dt << " " << c.M << "x" << c.N << "x" << c.K << " BM=" << cfg.bm << " BN=" << cfg.bn
                 << " BK=" << cfg.bk << " warps=" << cfg.warps << " stages=" << cfg.stages
                 << ": relative error " << rel);
-        // Exact products, f32 (or i32) accumulation: far below the issue's
-        // 1e-2 (16-bit) and 3e-3 (tf32) bounds; i8 is exact.
-        CHECK(rel <= (dt == "i8" ? 0.0 : 1e-5));
+        // 16-bit: exact products, f32 accumulation, far below the 1e-2.
+        // f32 on tensor cores rounds operands to tf32 (bound 3e-3; about 3e-4
+        // expected); the FMA path is fp32. i8 is exact.
+        bool tensorCoreF32 = dt == "f32" && cfg.stages > 1 && cfg.bm == 16 * cfg.warps;
+        CHECK(rel <= (dt == "i8" ? 0.0 : tensorCoreF32 ? 3e-3 : 1e-5));
       }
   }
 }
