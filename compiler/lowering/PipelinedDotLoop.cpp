@@ -526,8 +526,6 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
   // W-byte column blocks are BK * W bytes apart.
   int64_t highA = descHigh(16, 8 * WA, WA);
   int64_t highB = bViaRegs ? descHigh(16, 8 * WB, WB) : descHigh(BK * WB, 8 * WB, WB);
-  if (const char *e = std::getenv("TESSERA_WGMMA_B_SWAP"); e && *e == '1')
-    highB = descHigh(8 * WB, BK * WB, WB);
   auto desc = [&](Value addr, int64_t high) -> Value {
     Value field = arith::AndIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, addr, c32(4)), c32(0x3FFF));
     return arith::OrIOp::create(b_, loc, arith::ExtUIOp::create(b_, loc, i64, field), c64(high));
