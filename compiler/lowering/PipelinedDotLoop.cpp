@@ -551,9 +551,15 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
   Value warp = arith::ShRUIOp::create(b_, loc, tid_, c32(5));
   Value wgRowBytes = arith::MulIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, warp, c32(2)), c32(64 * WA));
 
+  // B via registers: a load issued in iteration i is stored D iterations
+  // later, at the top of iteration i + D, so its latency has D iterations to
+  // pass. D = S - 2 is the latest store that still precedes the barrier of the
+  // iteration that reads it; any D >= 1 stores after the barrier that saw the
+  // stage's previous readers (iteration i - 2's wgmmas) complete.
+  const int64_t D = S - 2;
   SmallVector<Value> inits = acc0;
-  for (int64_t r = 0; r < bRegs; ++r)
-    inits.push_back(LLVM::PoisonOp::create(b_, loc, vt)); // never stored (i >= 1 guard)
+  for (int64_t r = 0; r < D * bRegs; ++r)
+    inits.push_back(LLVM::PoisonOp::create(b_, loc, vt)); // never stored (i >= D guard)
   auto loop = scf::ForOp::create(b_, loc, c32(0), n, c32(1), inits);
   {
     OpBuilder::InsertionGuard g(b_);
@@ -563,16 +569,16 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
     b_.setInsertionPointToEnd(body);
     Value i = loop.getInductionVar();
     if (bViaRegs) {
-      // B of iteration i + S - 3, loaded during iteration i - 1: into its stage
-      // (last read by iteration i - 3's wgmmas, complete) before the barrier.
-      Value jb = arith::AddIOp::create(b_, loc, i, c32(S - 3));
+      // The oldest register set: B of iteration i + S - 2 - D, loaded during
+      // iteration i - D.
+      Value jb = arith::AddIOp::create(b_, loc, i, c32(S - 2 - D));
       Value cond = arith::AndIOp::create(
-          b_, loc, arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::sge, i, c32(1)),
+          b_, loc, arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::sge, i, c32(D)),
           arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::slt, jb, n));
       auto ifOp = makeIf(cond, false, loc);
       OpBuilder::InsertionGuard g2(b_);
       b_.setInsertionPointToStart(ifOp.thenBlock());
-      storeTransposed(loop.getRegionIterArgs().drop_front(R), stageB(arith::RemUIOp::create(b_, loc, jb, c32(S))));
+      storeTransposed(loop.getRegionIterArgs().slice(R, bRegs), stageB(arith::RemUIOp::create(b_, loc, jb, c32(S))));
     }
     asmCall({}, {}, "cp.async.wait_group " + std::to_string(S - 3) + ";", "~{memory}");
     asmCall({}, {}, "fence.proxy.async.shared::cta;", "~{memory}");
@@ -602,6 +608,9 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
       return false;
     commitCopies();
     SmallVector<Value> next = waitAcc(accs, 1);
+    // Register sets shift by one: oldest out, this iteration's loads in.
+    for (Value v : loop.getRegionIterArgs().drop_front(R + bRegs))
+      next.push_back(v);
     next.append(regs.begin(), regs.end());
     scf::YieldOp::create(b_, loc, next);
   }
