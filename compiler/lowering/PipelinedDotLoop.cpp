@@ -138,7 +138,7 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
   const int64_t eb = ea.getIntOrFloatBitWidth() / 8;
   const int64_t vecElems = 16 / eb;
   const int64_t kPerInst = 32 / eb; // every wgmma consumes 32 bytes of K
-  if (BM != 16 * numWarps_ || BK % kPerInst || BK % 8 || BN % 16 || BN > 256 || BN * eb < 32 ||
+  if (BM != 16 * numWarps_ || BK % kPerInst || (bViaRegs && BK % 16) || BN % 16 || BN > 256 || BN * eb < 32 ||
       (BM * BK / vecElems) % threads_ || (BK * BN / vecElems) % threads_)
     return std::nullopt;
   // Both operands must be contiguous along their last dimension (rows of A
@@ -335,20 +335,21 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
   // B via registers: the thread's chunks of the BK x BN tile, loaded as
   // 16-byte vectors when in bounds and aligned, else element by element.
   Layout bLay = copyLayout(m.loadB);
-  // Carried as one 16-byte vector per chunk (i8 lanes would each take a register).
-  const int64_t bRegs = bViaRegs ? bLay.chunks : 0;
+  // One 16-byte vector per chunk (i8 lanes would each take a register).
+  const int64_t bRegs = bLay.chunks;
   auto vt = VectorType::get({vecElems}, ea);
-  // Chunk k of this thread: groups of 8 consecutive chunks run down K, so
-  // that a warp's transposed stores (same N, consecutive K) fall in distinct
-  // banks, while each K row still reads 8 * 16 contiguous bytes.
+  // Chunk k of this thread: groups of 16 consecutive chunks run down K, so a
+  // warp covers 16 K rows x 2 chunks along N. Its transposed stores then land
+  // in 32 distinct banks (two N rows of different swizzle phase, 16 K words
+  // each), and each K row still reads 32 contiguous bytes (one sector).
   const int64_t nChunks = BN / vecElems;
   auto bChunkCoords = [&](int64_t k) -> SmallVector<Value> {
     Value q = arith::AddIOp::create(b_, loc, tid_, c32(k * threads_));
     Value kRow = arith::AddIOp::create(
-        b_, loc, arith::AndIOp::create(b_, loc, q, c32(7)),
-        arith::MulIOp::create(b_, loc, arith::DivUIOp::create(b_, loc, q, c32(8 * nChunks)), c32(8)));
+        b_, loc, arith::AndIOp::create(b_, loc, q, c32(15)),
+        arith::MulIOp::create(b_, loc, arith::DivUIOp::create(b_, loc, q, c32(16 * nChunks)), c32(16)));
     Value nCol = arith::MulIOp::create(
-        b_, loc, arith::RemUIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, q, c32(3)), c32(nChunks)),
+        b_, loc, arith::RemUIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, q, c32(4)), c32(nChunks)),
         c32(vecElems));
     return {kRow, nCol};
   };
@@ -429,18 +430,14 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
   };
 
   // Issues iteration j's copies into stage `stage` (both i32), when j < n.
-  // B via registers: returns B's loaded registers (zeros when j >= n).
+  // B via registers: its loads go first, then A's copies, then B's stores,
+  // which wait for the loads while the wgmmas issued just before run.
+  // (Carrying the loaded registers into later iterations made the loop
+  // rotate them with moves that waited for the loads anyway.)
   Block &srcBody = *op.getBody();
-  auto issueIteration = [&](Value j, Value stage, SmallVector<Value> &bLoaded) -> bool {
+  auto issueIteration = [&](Value j, Value stage) -> bool {
     Value cond = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::slt, j, n);
-    scf::IfOp ifOp = bViaRegs ? scf::IfOp::create(b_, loc, SmallVector<Type>(bRegs, vt), cond, true, true)
-                              : makeIf(cond, false, loc);
-    if (bViaRegs) {
-      OpBuilder::InsertionGuard g(b_);
-      b_.setInsertionPointToStart(ifOp.elseBlock());
-      scf::YieldOp::create(b_, loc, SmallVector<Value>(bRegs, LLVM::PoisonOp::create(b_, loc, vt)));
-      bLoaded.assign(ifOp.getResults().begin(), ifOp.getResults().end());
-    }
+    scf::IfOp ifOp = makeIf(cond, false, loc);
     OpBuilder::InsertionGuard g(b_);
     b_.setInsertionPointToStart(ifOp.thenBlock());
     pushScope();
@@ -462,19 +459,19 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
     }
     Value base = arith::AddIOp::create(b_, loc, smemAddr,
                                        arith::MulIOp::create(b_, loc, stage, c32(stageBytes)));
+    Value bBase = arith::AddIOp::create(b_, loc, base, c32(aBytes));
+    SmallVector<Value> bVals;
+    if (bViaRegs)
+      bVals = loadRegs(m.loadB);
     bool ok = issueCopy(m.loadA, base, WA);
     if (bViaRegs)
-      scf::YieldOp::create(b_, loc, loadRegs(m.loadB));
+      storeTransposed(bVals, bBase);
     else
-      ok = ok && issueCopy(m.loadB, arith::AddIOp::create(b_, loc, base, c32(aBytes)), WB);
+      ok = ok && issueCopy(m.loadB, bBase, WB);
     popScope();
     return ok;
   };
-  auto stageB = [&](Value stage) {
-    return arith::AddIOp::create(
-        b_, loc, arith::AddIOp::create(b_, loc, smemAddr, arith::MulIOp::create(b_, loc, stage, c32(stageBytes))),
-        c32(aBytes));
-  };
+
   auto commitCopies = [&]() { asmCall({}, {}, "cp.async.commit_group;", "~{memory}"); };
 
   // The accumulator: wgmma's register order is the mma.sync m16n8 fragment
@@ -510,11 +507,8 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
 
   // Prologue: iterations 0 .. S-3 in flight.
   for (int64_t p = 0; p + 2 < S; ++p) {
-    SmallVector<Value> regs;
-    if (!issueIteration(c32(p), c32(p), regs))
+    if (!issueIteration(c32(p), c32(p)))
       return false;
-    if (bViaRegs)
-      storeTransposed(regs, stageB(c32(p)));
     commitCopies();
   }
 
@@ -551,16 +545,7 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
   Value warp = arith::ShRUIOp::create(b_, loc, tid_, c32(5));
   Value wgRowBytes = arith::MulIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, warp, c32(2)), c32(64 * WA));
 
-  // B via registers: a load issued in iteration i is stored D iterations
-  // later, at the top of iteration i + D, so its latency has D iterations to
-  // pass. D = S - 2 is the latest store that still precedes the barrier of the
-  // iteration that reads it; any D >= 1 stores after the barrier that saw the
-  // stage's previous readers (iteration i - 2's wgmmas) complete.
-  const int64_t D = S - 2;
-  SmallVector<Value> inits = acc0;
-  for (int64_t r = 0; r < D * bRegs; ++r)
-    inits.push_back(LLVM::PoisonOp::create(b_, loc, vt)); // never stored (i >= D guard)
-  auto loop = scf::ForOp::create(b_, loc, c32(0), n, c32(1), inits);
+  auto loop = scf::ForOp::create(b_, loc, c32(0), n, c32(1), acc0);
   {
     OpBuilder::InsertionGuard g(b_);
     Block *body = loop.getBody();
@@ -568,18 +553,6 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
       body->back().erase();
     b_.setInsertionPointToEnd(body);
     Value i = loop.getInductionVar();
-    if (bViaRegs) {
-      // The oldest register set: B of iteration i + S - 2 - D, loaded during
-      // iteration i - D.
-      Value jb = arith::AddIOp::create(b_, loc, i, c32(S - 2 - D));
-      Value cond = arith::AndIOp::create(
-          b_, loc, arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::sge, i, c32(D)),
-          arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::slt, jb, n));
-      auto ifOp = makeIf(cond, false, loc);
-      OpBuilder::InsertionGuard g2(b_);
-      b_.setInsertionPointToStart(ifOp.thenBlock());
-      storeTransposed(loop.getRegionIterArgs().slice(R, bRegs), stageB(arith::RemUIOp::create(b_, loc, jb, c32(S))));
-    }
     asmCall({}, {}, "cp.async.wait_group " + std::to_string(S - 3) + ";", "~{memory}");
     asmCall({}, {}, "fence.proxy.async.shared::cta;", "~{memory}");
     barrier(loc);
@@ -588,7 +561,7 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
     Value sB = arith::AddIOp::create(b_, loc, sA, c32(aBytes));
     Value sAw = arith::AddIOp::create(b_, loc, sA, wgRowBytes);
     asmCall({}, {}, "wgmma.fence.sync.aligned;", "~{memory}");
-    SmallVector<Value> accs(loop.getRegionIterArgs().begin(), loop.getRegionIterArgs().begin() + R);
+    SmallVector<Value> accs(loop.getRegionIterArgs().begin(), loop.getRegionIterArgs().end());
     for (int64_t kk = 0; kk < BK / kPerInst; ++kk) {
       int64_t kb = kk * 32;
       Value aAddr = arith::AddIOp::create(b_, loc, sAw, c32(kb / WA * (BM * WA) + kb % WA));
@@ -603,18 +576,12 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
     }
     asmCall({}, {}, "wgmma.commit_group.sync.aligned;", "~{memory}");
     Value j = arith::AddIOp::create(b_, loc, i, c32(S - 2));
-    SmallVector<Value> regs;
-    if (!issueIteration(j, arith::RemUIOp::create(b_, loc, j, c32(S)), regs))
+    if (!issueIteration(j, arith::RemUIOp::create(b_, loc, j, c32(S))))
       return false;
     commitCopies();
-    SmallVector<Value> next = waitAcc(accs, 1);
-    // Register sets shift by one: oldest out, this iteration's loads in.
-    for (Value v : loop.getRegionIterArgs().drop_front(R + bRegs))
-      next.push_back(v);
-    next.append(regs.begin(), regs.end());
-    scf::YieldOp::create(b_, loc, next);
+    scf::YieldOp::create(b_, loc, waitAcc(accs, 1));
   }
-  SmallVector<Value> accs(loop.getResults().begin(), loop.getResults().begin() + R);
+  SmallVector<Value> accs(loop.getResults().begin(), loop.getResults().end());
   accs = waitAcc(accs, 0);
   asmCall({}, {}, "cp.async.wait_group 0;", "~{memory}");
 
