@@ -429,17 +429,10 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
     }
   };
 
-  // Issues iteration j's copies into stage `stage` (both i32), when j < n.
-  // B via registers: its loads go first, then A's copies, then B's stores,
-  // which wait for the loads while the wgmmas issued just before run.
-  // (Carrying the loaded registers into later iterations made the loop
-  // rotate them with moves that waited for the loads anyway.)
+  // Lowers the loop body's index arithmetic for iteration j (i32) in a new
+  // scope (the caller pops it): iv = lo + j * step, pointer tiles j steps on.
   Block &srcBody = *op.getBody();
-  auto issueIteration = [&](Value j, Value stage) -> bool {
-    Value cond = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::slt, j, n);
-    scf::IfOp ifOp = makeIf(cond, false, loc);
-    OpBuilder::InsertionGuard g(b_);
-    b_.setInsertionPointToStart(ifOp.thenBlock());
+  auto bindIteration = [&](Value j) -> bool {
     pushScope();
     Value jIv = j;
     if (ivTy != i32)
@@ -452,18 +445,44 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
     for (Operation &o : srcBody.without_terminator()) {
       if (&o == m.loadA.getOperation() || &o == m.loadB.getOperation() || &o == m.dot.getOperation())
         continue;
-      if (!lowerOp(&o)) {
-        popScope();
+      if (!lowerOp(&o))
         return false;
-      }
     }
+    return true;
+  };
+  // B via registers: iteration j's B tile loaded into registers (poison when
+  // j >= n). Issued early in the iteration so that the latency overlaps the
+  // barrier and the wgmma issue before the transposed stores need the data.
+  auto loadB = [&](Value j, SmallVector<Value> &vals) -> bool {
+    Value cond = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::slt, j, n);
+    auto ifOp = scf::IfOp::create(b_, loc, SmallVector<Type>(bRegs, vt), cond, true, true);
+    {
+      OpBuilder::InsertionGuard g(b_);
+      b_.setInsertionPointToStart(ifOp.elseBlock());
+      scf::YieldOp::create(b_, loc, SmallVector<Value>(bRegs, LLVM::PoisonOp::create(b_, loc, vt)));
+      b_.setInsertionPointToStart(ifOp.thenBlock());
+      bool ok = bindIteration(j);
+      if (ok)
+        scf::YieldOp::create(b_, loc, loadRegs(m.loadB));
+      popScope();
+      if (!ok)
+        return false;
+    }
+    vals.assign(ifOp.getResults().begin(), ifOp.getResults().end());
+    return true;
+  };
+  // Issues iteration j's copies into stage `stage` (both i32), when j < n;
+  // B via registers: stores `bVals` (from loadB) transposed.
+  auto issueIteration = [&](Value j, Value stage, ArrayRef<Value> bVals) -> bool {
+    Value cond = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::slt, j, n);
+    scf::IfOp ifOp = makeIf(cond, false, loc);
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointToStart(ifOp.thenBlock());
+    bool ok = bindIteration(j);
     Value base = arith::AddIOp::create(b_, loc, smemAddr,
                                        arith::MulIOp::create(b_, loc, stage, c32(stageBytes)));
     Value bBase = arith::AddIOp::create(b_, loc, base, c32(aBytes));
-    SmallVector<Value> bVals;
-    if (bViaRegs)
-      bVals = loadRegs(m.loadB);
-    bool ok = issueCopy(m.loadA, base, WA);
+    ok = ok && issueCopy(m.loadA, base, WA);
     if (bViaRegs)
       storeTransposed(bVals, bBase);
     else
@@ -507,7 +526,8 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
 
   // Prologue: iterations 0 .. S-3 in flight.
   for (int64_t p = 0; p + 2 < S; ++p) {
-    if (!issueIteration(c32(p), c32(p)))
+    SmallVector<Value> bVals;
+    if ((bViaRegs && !loadB(c32(p), bVals)) || !issueIteration(c32(p), c32(p), bVals))
       return false;
     commitCopies();
   }
@@ -553,6 +573,10 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
       body->back().erase();
     b_.setInsertionPointToEnd(body);
     Value i = loop.getInductionVar();
+    Value j = arith::AddIOp::create(b_, loc, i, c32(S - 2));
+    SmallVector<Value> bVals;
+    if (bViaRegs && !loadB(j, bVals))
+      return false;
     asmCall({}, {}, "cp.async.wait_group " + std::to_string(S - 3) + ";", "~{memory}");
     asmCall({}, {}, "fence.proxy.async.shared::cta;", "~{memory}");
     barrier(loc);
@@ -575,8 +599,7 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
         accs[r] = LLVM::ExtractValueOp::create(b_, loc, mma.getResult(0), ArrayRef<int64_t>{r});
     }
     asmCall({}, {}, "wgmma.commit_group.sync.aligned;", "~{memory}");
-    Value j = arith::AddIOp::create(b_, loc, i, c32(S - 2));
-    if (!issueIteration(j, arith::RemUIOp::create(b_, loc, j, c32(S))))
+    if (!issueIteration(j, arith::RemUIOp::create(b_, loc, j, c32(S)), bVals))
       return false;
     commitCopies();
     scf::YieldOp::create(b_, loc, waitAcc(accs, 1));
