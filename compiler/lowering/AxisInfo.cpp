@@ -222,6 +222,40 @@ void AxisInfoAnalysis::visit(Operation *op) {
     }
     return result(r);
   }
+  if (isa<arith::AndIOp, arith::OrIOp, arith::XOrIOp, arith::SelectOp>(op)) {
+    // Bitwise ops and selects are constant wherever all their tile operands
+    // are (masks combined with `&`); other properties are not tracked.
+    Value res = op->getResult(0);
+    AxisInfo r = pessimistic(res);
+    auto rt = dyn_cast<RankedTensorType>(res.getType());
+    for (int64_t d = 0; rt && d < r.rank(); ++d) {
+      int64_t c = rt.getDimSize(d);
+      for (Value operand : op->getOperands())
+        if (isa<RankedTensorType>(operand.getType()))
+          c = std::min(c, get(operand).constancy[d]);
+      r.constancy[d] = c;
+    }
+    return result(r);
+  }
+  if (auto cmp = dyn_cast<arith::CmpIOp>(op)) {
+    // An ordered comparison of a run of consecutive values with a value that is
+    // constant over it flips at most once, where the two are equal. When the
+    // run's values and the constant are multiples of g, that point is a
+    // multiple of g, so aligned pieces of g positions compare alike.
+    AxisInfo a = get(cmp.getLhs()), b = get(cmp.getRhs());
+    AxisInfo r = pessimistic(cmp.getResult());
+    bool ordered = cmp.getPredicate() != arith::CmpIPredicate::eq &&
+                   cmp.getPredicate() != arith::CmpIPredicate::ne;
+    auto pieces = [&](const AxisInfo &run, const AxisInfo &flat, int64_t d) -> int64_t {
+      return std::min({run.contiguity[d], flat.constancy[d], gcd2(run.divisibility[d], flat.divisibility[d])});
+    };
+    for (int64_t d = 0; d < r.rank() && d < a.rank() && d < b.rank(); ++d) {
+      r.constancy[d] = std::min(a.constancy[d], b.constancy[d]);
+      if (ordered)
+        r.constancy[d] = std::max({r.constancy[d], pieces(a, b, d), pieces(b, a, d)});
+    }
+    return result(r);
+  }
   if (isa<arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp, arith::IndexCastOp>(op)) {
     return result(get(op->getOperand(0)));
   }
@@ -230,7 +264,12 @@ void AxisInfoAnalysis::visit(Operation *op) {
     // with what the body yields and analyze again.
     auto args = f.getRegionIterArgs();
     auto inits = f.getInitArgs();
-    set(f.getInductionVar(), uniform(f.getInductionVar().getType(), 1));
+    // iv = lb + i * step: divisible by what divides both.
+    set(f.getInductionVar(), uniform(f.getInductionVar().getType(),
+                                     gcd2(get(f.getLowerBound()).divisibility.empty()
+                                              ? 1 : get(f.getLowerBound()).divisibility[0],
+                                          get(f.getStep()).divisibility.empty()
+                                              ? 1 : get(f.getStep()).divisibility[0])));
     for (size_t i = 0; i < args.size(); ++i)
       set(args[i], get(inits[i]));
     visitRegionOps(f.getRegion());
