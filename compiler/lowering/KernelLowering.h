@@ -218,6 +218,14 @@ private:
     return ifOp;
   }
   Value isPrimary(const Layout &l, Location loc);
+  /// Moves the builder to the end of a new scf.for's body, dropping the
+  /// terminator the builder made, so the caller can emit the body and its yield.
+  void enterLoopBody(scf::ForOp loop) {
+    Block *body = loop.getBody();
+    if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())
+      body->back().erase();
+    b_.setInsertionPointToEnd(body);
+  }
 
   // ---- op lowering ----
   bool lowerBlock(Block &blk);

@@ -578,10 +578,7 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
   auto loop = scf::ForOp::create(b_, loc, c32(0), n, c32(1), acc0);
   {
     OpBuilder::InsertionGuard g(b_);
-    Block *body = loop.getBody();
-    if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())
-      body->back().erase();
-    b_.setInsertionPointToEnd(body);
+    enterLoopBody(loop);
     Value i = loop.getInductionVar();
     Value j = arith::AddIOp::create(b_, loc, i, c32(S - 2));
     SmallVector<Value> bVals;

@@ -892,10 +892,7 @@ bool KernelLowering::lowerDotMma(tile::DotOp op, const Layout &lay, Value aS, Va
   auto forOp = scf::ForOp::create(b_, loc, i32c(0, loc), i32c(K, loc), i32c(16, loc), accs);
   {
     OpBuilder::InsertionGuard guard(b_);
-    Block *body = forOp.getBody();
-    if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())
-      body->back().erase();
-    b_.setInsertionPointToEnd(body);
+    enterLoopBody(forOp);
     Value k0 = forOp.getInductionVar();
     Value kc = arith::AddIOp::create(b_, loc, k0, t2);
     // A (row-major M x K): the two halves of a register are adjacent in memory.
@@ -982,10 +979,7 @@ bool KernelLowering::lowerDot(tile::DotOp op) {
   auto forOp = scf::ForOp::create(b_, loc, lo, hi, one, accs);
   {
     OpBuilder::InsertionGuard g(b_);
-    Block *body = forOp.getBody();
-    if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())
-      body->back().erase();
-    b_.setInsertionPointToEnd(body);
+    enterLoopBody(forOp);
     Value k = forOp.getInductionVar();
     Value Kc = i32c(K, loc), Nc = i32c(bt.getDimSize(1), loc);
     SmallVector<Value> next;
@@ -1194,10 +1188,7 @@ bool KernelLowering::lowerReduce(tile::ReduceOp op) {
     auto forOp = scf::ForOp::create(b_, loc, i32c(1, loc), i32c(A, loc), i32c(1, loc), init);
     {
       OpBuilder::InsertionGuard g(b_);
-      Block *body = forOp.getBody();
-      if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())
-        body->back().erase();
-      b_.setInsertionPointToEnd(body);
+      enterLoopBody(forOp);
       pushScope();
       SmallVector<Value> rhs;
       for (Value v : srcs)
@@ -1279,10 +1270,7 @@ bool KernelLowering::lowerFor(scf::ForOp op) {
                                   scalarOf(op.getStep()), inits);
   {
     OpBuilder::InsertionGuard g(b_);
-    Block *body = forOp.getBody();
-    if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())
-      body->back().erase();
-    b_.setInsertionPointToEnd(body);
+    enterLoopBody(forOp);
     Lowered iv;
     iv.kind = Lowered::Scalar;
     iv.scalar = forOp.getInductionVar();

@@ -1,5 +1,6 @@
 // GPU-only checks of the back end's atomics and device_print through the JIT.
 // They skip visibly when there is no GPU.
+#include "GpuTestSupport.h"
 #include "tessera/JIT.h"
 #include "tessera/Runtime.h"
 
@@ -14,17 +15,7 @@
 
 using namespace tessera;
 
-namespace {
-std::unique_ptr<Context> gpuOrSkip() {
-  try {
-    auto ctx = std::make_unique<Context>(createCudaBackend(0));
-    return ctx;
-  } catch (const Error &e) {
-    WARN("GPU test skipped: no GPU (" << e.what() << ")");
-    return nullptr;
-  }
-}
-} // namespace
+using tessera::testing::gpuOrSkip;
 
 TEST_CASE("GPU atomics: histogram, float sum, max, tickets, CAS", "[gpu][backend]") {
   auto ctx = gpuOrSkip();

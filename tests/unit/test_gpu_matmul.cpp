@@ -4,6 +4,7 @@
 // mma.sync (num_stages = 1), and the FMA path (f32, i8); padded and odd
 // leading dimensions exercise the masked and misaligned copy paths.
 // Skips visibly without a GPU.
+#include "GpuTestSupport.h"
 #include "TestSupport.h"
 
 #include "tessera/JIT.h"
@@ -114,13 +115,9 @@ double runCase(Context &ctx, const std::string &dt, const Case &c, const Cfg &cf
 } // namespace
 
 TEST_CASE("GPU matmul matches fp64 for f16, bf16, f32 and i8 at ragged shapes", "[gpu][matmul]") {
-  std::unique_ptr<Context> ctx;
-  try {
-    ctx = std::make_unique<Context>(createCudaBackend(0));
-  } catch (const Error &e) {
-    WARN("GPU test skipped: no GPU (" << e.what() << ")");
+  std::unique_ptr<Context> ctx = tessera::testing::gpuOrSkip();
+  if (!ctx)
     return;
-  }
   const std::vector<Case> cases = {
       {300, 200, 190, 190, 200, 200}, // odd K: misaligned A rows, partial K chunks
       {257, 136, 512, 520, 136, 140}, // padded leading dimensions
@@ -156,13 +153,9 @@ TEST_CASE("GPU matmul matches fp64 for f16, bf16, f32 and i8 at ragged shapes", 
 // tf32, by cp.async for bf16). Misaligned hash offsets take the element-wise
 // copy path.
 TEST_CASE("GPU roast_mm_fwd on the pipelined tensor-core path matches fp64", "[gpu][matmul]") {
-  std::unique_ptr<Context> ctx;
-  try {
-    ctx = std::make_unique<Context>(createCudaBackend(0));
-  } catch (const Error &e) {
-    WARN("GPU test skipped: no GPU (" << e.what() << ")");
+  std::unique_ptr<Context> ctx = tessera::testing::gpuOrSkip();
+  if (!ctx)
     return;
-  }
   uint64_t seed = tessera::testing::freshSeed();
   INFO("seed " << seed);
   std::mt19937 rng{uint32_t(seed)};

@@ -1,6 +1,7 @@
 // Specialization on integer argument facts: the compiler side
 // (CompileOptions::argFacts), the runtime's variant table and cache keys, and
 // on a GPU the JIT picking variants at launch.
+#include "GpuTestSupport.h"
 #include "TestSupport.h"
 
 #include "tessera/Compiler.h"
@@ -242,13 +243,9 @@ TEST_CASE("Variant table: facts from argument values, one build per fact set",
 
 TEST_CASE("GPU: one kernel launched with unit and non-unit strides builds two variants",
           "[gpu][specialization]") {
-  std::unique_ptr<Context> ctx;
-  try {
-    ctx = std::make_unique<Context>(createCudaBackend(0));
-  } catch (const Error &e) {
-    WARN("GPU test skipped: no GPU (" << e.what() << ")");
+  std::unique_ptr<Context> ctx = tessera::testing::gpuOrSkip();
+  if (!ctx)
     return;
-  }
   const char *src = R"(
 @kernel
 def scaled_copy(X: *f32, Y: *f32, M: i32, N: i32, stride_m: i32, stride_n: i32,
