@@ -25,6 +25,8 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <functional>
+
 namespace tessera::lowering::detail {
 
 namespace {
@@ -157,7 +159,17 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
   const int64_t WA = std::min<int64_t>(128, BK * eb);
   const int64_t WB = bViaRegs ? WA : std::min<int64_t>(128, BN * eb);
   const int64_t aBytes = BM * BK * eb, bBytes = BK * BN * eb, stageBytes = aBytes + bBytes;
-  if (smemUsed_ + 1024 + S * stageBytes > kMaxSharedBytes)
+  // B staged (tf32/s8 with num_stages >= 4): B is copied by cp.async, like A,
+  // into a row-major staging ring (rows padded by 16 bytes so the transposing
+  // reads are conflict free), and transposed shared-to-shared into a ring of
+  // three K-major buffers one iteration before its wgmmas. Global latency then
+  // never sits between a load and a store. With 3 stages, or when that does
+  // not fit, B goes through registers within the iteration.
+  const int64_t rawRow = BN * eb + 16, rawBytes = BK * rawRow;
+  const int64_t stagedBytes = S * aBytes + 3 * bBytes + (S - 2) * rawBytes;
+  const bool bStaged = bViaRegs && S >= 4 && smemUsed_ + 1024 + stagedBytes <= kMaxSharedBytes;
+  const int64_t totalBytes = bStaged ? stagedBytes : S * stageBytes;
+  if (smemUsed_ + 1024 + totalBytes > kMaxSharedBytes)
     return std::nullopt; // generic lowering; a smaller num_stages would pipeline
 
   Location loc = op.getLoc();
@@ -165,7 +177,7 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
   Type i32 = b_.getI32Type(), i64 = b_.getI64Type();
   Type accTy = ec;
   int64_t smemOff = (smemUsed_ + 1023) / 1024 * 1024; // swizzle atoms need 1024-byte alignment
-  smemUsed_ = smemOff + S * stageBytes;
+  smemUsed_ = smemOff + totalBytes;
   auto asmCall = [&](TypeRange results, ValueRange operands, StringRef text, StringRef constraints) {
     Type res;
     if (results.size() == 1)
@@ -262,9 +274,14 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
     return arith::AddIOp::create(b_, loc, arith::MulIOp::create(b_, loc, blk, c32(R * W)),
                                  arith::XOrIOp::create(b_, loc, o, sw));
   };
-  auto issueCopy = [&](tile::LoadOp ld, Value dst, int64_t W) -> bool {
+  // Copies one operand tile of iteration j to shared memory at `dst` +
+  // place(row, byte in row).
+  using Placement = std::function<Value(Value, Value)>;
+  auto swizzledIn = [&](int64_t R, int64_t W) -> Placement {
+    return [&, R, W](Value r, Value colByte) { return swizzled(r, colByte, R, W); };
+  };
+  auto issueCopy = [&](tile::LoadOp ld, Value dst, const Placement &place) -> bool {
     Layout cl = copyLayout(ld);
-    int64_t R = cl.shape[0];
     AxisInfo pa = axis_.get(ld.getPtr());
     bool aligned = pa.divisibility.back() >= 16;
     bool maskWhole = !ld.getMask() || axis_.get(ld.getMask()).constancy.back() >= vecElems;
@@ -274,7 +291,7 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
       int64_t s0 = k * vecElems;
       ArrayRef<Value> c = coords(cl, s0);
       // Byte offset of the chunk in the stage buffer.
-      Value phys = swizzled(c[0], arith::MulIOp::create(b_, loc, c[1], c32(eb)), R, W);
+      Value phys = place(c[0], arith::MulIOp::create(b_, loc, c[1], c32(eb)));
       dsts.push_back(arith::AddIOp::create(b_, loc, dst, phys));
       // The chunk's elements are contiguous (checked above): one address, and
       // the lanes' coordinates computed here rather than kept from the entry.
@@ -481,24 +498,51 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
     vals.assign(ifOp.getResults().begin(), ifOp.getResults().end());
     return true;
   };
-  // Issues iteration j's copies into stage `stage` (both i32), when j < n;
-  // B via registers: stores `bVals` (from loadB) transposed.
-  auto issueIteration = [&](Value j, Value stage, ArrayRef<Value> bVals) -> bool {
+  // Shared-memory addresses (i32) of iteration j's A stage, of the K-major
+  // or N-major B buffer its wgmmas read, and (B staged) of its staging slot.
+  auto addr = [&](int64_t base, Value idx, int64_t ring, int64_t bytes) -> Value {
+    Value slot = arith::RemUIOp::create(b_, loc, idx, c32(ring));
+    return arith::AddIOp::create(b_, loc, smemAddr,
+                                 arith::AddIOp::create(b_, loc, c32(base), arith::MulIOp::create(b_, loc, slot, c32(bytes))));
+  };
+  auto aStage = [&](Value j) { return bStaged ? addr(0, j, S, aBytes) : addr(0, j, S, stageBytes); };
+  auto bStage = [&](Value j) { return bStaged ? addr(S * aBytes, j, 3, bBytes) : addr(aBytes, j, S, stageBytes); };
+  auto rawStage = [&](Value j) { return addr(S * aBytes + 3 * bBytes, j, S - 2, rawBytes); };
+  Placement rowMajorRaw = [&](Value r, Value colByte) {
+    return arith::AddIOp::create(b_, loc, arith::MulIOp::create(b_, loc, r, c32(rawRow)), colByte);
+  };
+  // Issues iteration j's copies when j < n. B via registers: stores `bVals`
+  // (from loadB) transposed; B staged: copies B to its staging slot.
+  auto issueIteration = [&](Value j, ArrayRef<Value> bVals) -> bool {
     Value cond = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::slt, j, n);
     scf::IfOp ifOp = makeIf(cond, false, loc);
     OpBuilder::InsertionGuard g(b_);
     b_.setInsertionPointToStart(ifOp.thenBlock());
     bool ok = bindIteration(j);
-    Value base = arith::AddIOp::create(b_, loc, smemAddr,
-                                       arith::MulIOp::create(b_, loc, stage, c32(stageBytes)));
-    Value bBase = arith::AddIOp::create(b_, loc, base, c32(aBytes));
-    ok = ok && issueCopy(m.loadA, base, WA);
-    if (bViaRegs)
-      storeTransposed(bVals, bBase);
+    ok = ok && issueCopy(m.loadA, aStage(j), swizzledIn(BM, WA));
+    if (bStaged)
+      ok = ok && issueCopy(m.loadB, rawStage(j), rowMajorRaw);
+    else if (bViaRegs)
+      storeTransposed(bVals, bStage(j));
     else
-      ok = ok && issueCopy(m.loadB, bBase, WB);
+      ok = ok && issueCopy(m.loadB, bStage(j), swizzledIn(BK, WB));
     popScope();
     return ok;
+  };
+  // B staged: iteration j's staging slot -> its K-major buffer, when j < n.
+  // Reads 16-byte chunks in the store-friendly chunk order (bChunkCoords).
+  auto transposeStaged = [&](Value j) {
+    auto ifOp = makeIf(arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::slt, j, n), false, loc);
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointToStart(ifOp.thenBlock());
+    Value raw = rawStage(j);
+    SmallVector<Value> vals;
+    for (int64_t k = 0; k < bLay.chunks; ++k) {
+      SmallVector<Value> c = bChunkCoords(k);
+      Value at = arith::AddIOp::create(b_, loc, raw, rowMajorRaw(c[0], arith::MulIOp::create(b_, loc, c[1], c32(eb))));
+      vals.push_back(LLVM::LoadOp::create(b_, loc, vt, LLVM::IntToPtrOp::create(b_, loc, ptr3, at), 16));
+    }
+    storeTransposed(vals, bStage(j));
   };
 
   auto commitCopies = [&]() { asmCall({}, {}, "cp.async.commit_group;", "~{memory}"); };
@@ -537,9 +581,14 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
   // Prologue: iterations 0 .. S-3 in flight.
   for (int64_t p = 0; p + 2 < S; ++p) {
     SmallVector<Value> bVals;
-    if ((bViaRegs && !loadB(c32(p), bVals)) || !issueIteration(c32(p), c32(p), bVals))
+    if ((bViaRegs && !bStaged && !loadB(c32(p), bVals)) || !issueIteration(c32(p), bVals))
       return false;
     commitCopies();
+  }
+  if (bStaged) { // iteration 0's B, before the loop's first barrier
+    asmCall({}, {}, "cp.async.wait_group " + std::to_string(S - 3) + ";", "~{memory}");
+    barrier(loc);
+    transposeStaged(c32(0));
   }
 
   // Descriptor constant parts: leading/stride byte offsets and swizzle mode.
@@ -582,15 +631,14 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
     Value i = loop.getInductionVar();
     Value j = arith::AddIOp::create(b_, loc, i, c32(S - 2));
     SmallVector<Value> bVals;
-    if (bViaRegs && !loadB(j, bVals))
+    if (bViaRegs && !bStaged && !loadB(j, bVals))
       return false;
-    asmCall({}, {}, "cp.async.wait_group " + std::to_string(S - 3) + ";", "~{memory}");
+    // B staged also needs iteration i + 1's group, transposed below.
+    asmCall({}, {}, "cp.async.wait_group " + std::to_string(bStaged ? S - 4 : S - 3) + ";", "~{memory}");
     asmCall({}, {}, "fence.proxy.async.shared::cta;", "~{memory}");
     barrier(loc);
-    Value stage = arith::RemUIOp::create(b_, loc, i, c32(S));
-    Value sA = arith::AddIOp::create(b_, loc, smemAddr, arith::MulIOp::create(b_, loc, stage, c32(stageBytes)));
-    Value sB = arith::AddIOp::create(b_, loc, sA, c32(aBytes));
-    Value sAw = arith::AddIOp::create(b_, loc, sA, wgRowBytes);
+    Value sB = bStage(i);
+    Value sAw = arith::AddIOp::create(b_, loc, aStage(i), wgRowBytes);
     asmCall({}, {}, "wgmma.fence.sync.aligned;", "~{memory}");
     SmallVector<Value> accs(loop.getRegionIterArgs().begin(), loop.getRegionIterArgs().end());
     for (int64_t kk = 0; kk < BK / kPerInst; ++kk) {
@@ -606,9 +654,11 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
         accs[r] = LLVM::ExtractValueOp::create(b_, loc, mma.getResult(0), ArrayRef<int64_t>{r});
     }
     asmCall({}, {}, "wgmma.commit_group.sync.aligned;", "~{memory}");
-    if (!issueIteration(j, arith::RemUIOp::create(b_, loc, j, c32(S)), bVals))
+    if (!issueIteration(j, bVals))
       return false;
     commitCopies();
+    if (bStaged)
+      transposeStaged(arith::AddIOp::create(b_, loc, i, c32(1)));
     scf::YieldOp::create(b_, loc, waitAcc(accs, 1));
   }
   SmallVector<Value> accs(loop.getResults().begin(), loop.getResults().end());
