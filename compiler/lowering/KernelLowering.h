@@ -35,10 +35,14 @@ struct Layout {
   // (two pairs of adjacent columns: vec = 2).
   bool mma = false;
   int64_t wm = 1, wn = 1, tm = 1, tn = 1;
+  // wgmma with tm > 1 (wn = 1): warpgroup g owns rows [g*64*tm, (g+1)*64*tm) as
+  // tm blocks of 64 rows, warp w%4 rows 16*(w%4).. of each block; otherwise a
+  // warp's tm tiles are consecutive rows.
+  bool wgRows = false;
   int64_t slots() const { return mma ? tm * tn * 4 : replicated ? 1 : chunks * vec; }
   bool operator==(const Layout &o) const {
     return shape == o.shape && mma == o.mma && vec == o.vec && replicated == o.replicated &&
-           wm == o.wm && wn == o.wn;
+           wm == o.wm && wn == o.wn && wgRows == o.wgRows;
   }
   bool operator!=(const Layout &o) const { return !(*this == o); }
 };

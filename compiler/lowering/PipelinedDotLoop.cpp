@@ -140,7 +140,10 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
   const int64_t eb = ea.getIntOrFloatBitWidth() / 8;
   const int64_t vecElems = 16 / eb;
   const int64_t kPerInst = 32 / eb; // every wgmma consumes 32 bytes of K
-  if (BM != 16 * numWarps_ || BK % kPerInst || (bViaRegs && BK % 16) || BN % 16 || BN > 256 || BN * eb < 32 ||
+  // Each warpgroup owns BM / (numWarps / 4) rows, in blocks of 64 (one wgmma
+  // row block each).
+  const int64_t warpgroups = numWarps_ / 4;
+  if (BM % (64 * warpgroups) || BK % kPerInst || (bViaRegs && BK % 16) || BN % 16 || BN > 256 || BN * eb < 32 ||
       (BM * BK / vecElems) % threads_ || (BK * BN / vecElems) % threads_)
     return std::nullopt;
   // Both operands must be contiguous along their last dimension (rows of A
@@ -556,9 +559,12 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
   accLay.vec = 2;
   accLay.wm = numWarps_;
   accLay.wn = 1;
-  accLay.tm = 1;
+  accLay.tm = BM / (64 * warpgroups); // 64-row blocks per warpgroup
+  accLay.wgRows = accLay.tm > 1;
   accLay.tn = BN / 8;
-  const int64_t R = accLay.slots(); // BN / 2 registers per thread
+  const int64_t T = accLay.tm;
+  const int64_t R = accLay.slots();  // all T blocks: T * BN / 2 registers per thread
+  const int64_t RB = R / T;          // one block's: BN / 2
   SmallVector<Value> acc0 = materializeIn(op.getInitArgs()[m.accIndex], accLay, loc);
 
   // Passes the accumulators through `wgmma.wait_group N`, so that no use of
@@ -605,24 +611,24 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
   };
   std::string shape = "m64n" + std::to_string(BN) + "k" + std::to_string(kPerInst);
   std::string ty = ea.isBF16() ? "bf16" : ea.isF16() ? "f16" : tf32 ? "tf32" : "s8";
-  std::string wgmmaText = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(R + 2) +
+  std::string wgmmaText = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(RB + 2) +
                           ", 0;\nwgmma.mma_async.sync.aligned." + shape + (int8 ? ".s32." : ".f32.") + ty +
                           "." + ty + " {";
-  for (int64_t r = 0; r < R; ++r)
-    wgmmaText += "$" + std::to_string(r) + (r + 1 < R ? "," : "");
+  for (int64_t r = 0; r < RB; ++r)
+    wgmmaText += "$" + std::to_string(r) + (r + 1 < RB ? "," : "");
   // Scale and transpose immediates: 16-bit types read B transposed; tf32 has
   // scales only; integer wgmma has neither.
-  wgmmaText += "}, $" + std::to_string(R) + ", $" + std::to_string(R + 1) +
+  wgmmaText += "}, $" + std::to_string(RB) + ", $" + std::to_string(RB + 1) +
                (half ? ", p, 1, 1, 0, 1;\n}" : tf32 ? ", p, 1, 1;\n}" : ", p;\n}");
   std::string wgmmaCons;
-  for (int64_t r = 0; r < R; ++r)
+  for (int64_t r = 0; r < RB; ++r)
     wgmmaCons += accCons;
   wgmmaCons += "l,l,r";
-  for (int64_t r = 0; r < R; ++r)
+  for (int64_t r = 0; r < RB; ++r)
     wgmmaCons += "," + std::to_string(r);
 
   Value warp = arith::ShRUIOp::create(b_, loc, tid_, c32(5));
-  Value wgRowBytes = arith::MulIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, warp, c32(2)), c32(64 * WA));
+  Value wgRowBytes = arith::MulIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, warp, c32(2)), c32(T * 64 * WA));
 
   auto loop = scf::ForOp::create(b_, loc, c32(0), n, c32(1), acc0);
   {
@@ -643,15 +649,18 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
     SmallVector<Value> accs(loop.getRegionIterArgs().begin(), loop.getRegionIterArgs().end());
     for (int64_t kk = 0; kk < BK / kPerInst; ++kk) {
       int64_t kb = kk * 32;
-      Value aAddr = arith::AddIOp::create(b_, loc, sAw, c32(kb / WA * (BM * WA) + kb % WA));
       // B: 16 rows of K further (N-major), or 32 bytes along K (K-major).
-      Value bAddr = arith::AddIOp::create(
-          b_, loc, sB, c32(bViaRegs ? kb / WB * (BN * WB) + kb % WB : kk * 16 * WB));
-      SmallVector<Value> operands{desc(aAddr, highA), desc(bAddr, highB), c32(1)};
-      operands.append(accs.begin(), accs.end());
-      auto mma = asmCall(SmallVector<Type>(R, accTy), operands, wgmmaText, wgmmaCons + ",~{memory}");
-      for (int64_t r = 0; r < R; ++r)
-        accs[r] = LLVM::ExtractValueOp::create(b_, loc, mma.getResult(0), ArrayRef<int64_t>{r});
+      Value bDesc = desc(arith::AddIOp::create(
+                             b_, loc, sB, c32(bViaRegs ? kb / WB * (BN * WB) + kb % WB : kk * 16 * WB)),
+                         highB);
+      for (int64_t t = 0; t < T; ++t) { // the warpgroup's 64-row blocks
+        Value aAddr = arith::AddIOp::create(b_, loc, sAw, c32(kb / WA * (BM * WA) + kb % WA + t * 64 * WA));
+        SmallVector<Value> operands{desc(aAddr, highA), bDesc, c32(1)};
+        operands.append(accs.begin() + t * RB, accs.begin() + (t + 1) * RB);
+        auto mma = asmCall(SmallVector<Type>(RB, accTy), operands, wgmmaText, wgmmaCons + ",~{memory}");
+        for (int64_t r = 0; r < RB; ++r)
+          accs[t * RB + r] = LLVM::ExtractValueOp::create(b_, loc, mma.getResult(0), ArrayRef<int64_t>{r});
+      }
     }
     asmCall({}, {}, "wgmma.commit_group.sync.aligned;", "~{memory}");
     if (!issueIteration(j, bVals))

@@ -39,7 +39,7 @@ using namespace detail;
 
 ArrayRef<Value> KernelLowering::coords(const Layout &l, int64_t s) {
   std::vector<int64_t> key(l.shape.begin(), l.shape.end());
-  key.push_back(l.mma ? l.wm * 1000 + l.wn : -1);
+  key.push_back(l.mma ? l.wm * 1000 + l.wn + (l.wgRows ? 100000 : 0) : -1);
   key.push_back(l.vec);
   auto it = coordCache_.find({key, s});
   if (it != coordCache_.end())
@@ -54,10 +54,18 @@ ArrayRef<Value> KernelLowering::coords(const Layout &l, int64_t s) {
     Value warp = arith::ShRUIOp::create(b_, loc, tid_, i32c(5, loc));
     Value wr = arith::DivUIOp::create(b_, loc, warp, i32c(l.wn, loc));
     Value wc = arith::RemUIOp::create(b_, loc, warp, i32c(l.wn, loc));
+    Value warpRow = arith::MulIOp::create(b_, loc, wr, i32c(l.tm * 16, loc));
+    int64_t tileRow = i * 16;
+    if (l.wgRows) {
+      warpRow = arith::AddIOp::create(
+          b_, loc, arith::MulIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, warp, i32c(2, loc)), i32c(l.tm * 64, loc)),
+          arith::MulIOp::create(b_, loc, arith::AndIOp::create(b_, loc, warp, i32c(3, loc)), i32c(16, loc)));
+      tileRow = i * 64;
+    }
     Value row = arith::AddIOp::create(
-        b_, loc, arith::MulIOp::create(b_, loc, wr, i32c(l.tm * 16, loc)),
+        b_, loc, warpRow,
         arith::AddIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, lane, i32c(2, loc)),
-                              i32c(i * 16 + (q >= 2 ? 8 : 0), loc)));
+                              i32c(tileRow + (q >= 2 ? 8 : 0), loc)));
     Value col = arith::AddIOp::create(
         b_, loc, arith::MulIOp::create(b_, loc, wc, i32c(l.tn * 8, loc)),
         arith::AddIOp::create(
