@@ -33,6 +33,44 @@ int64_t mul2(int64_t a, int64_t b) {
   return (a >= kMax || b >= kMax || a * b >= kMax) ? kMax : a * b;
 }
 
+/// Whether every element of integer value `v` is known to be >= 0: what the
+/// division and remainder rules need (C-like signed division rounds toward
+/// zero, so runs of x / c and x % c only line up for non-negative x).
+bool nonNegative(Value v, int depth = 0) {
+  if (depth > 12)
+    return false;
+  APInt c;
+  if (matchPattern(v, m_ConstantInt(&c)))
+    return !c.isNegative();
+  Attribute attr;
+  if (matchPattern(v, m_Constant(&attr)))
+    if (auto d = dyn_cast<DenseIntElementsAttr>(attr))
+      return d.isSplat() && !d.getSplatValue<APInt>().isNegative();
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    // The induction variable of a loop with a non-negative lower bound.
+    if (auto f = dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp()))
+      return arg == f.getInductionVar() && nonNegative(f.getLowerBound(), depth + 1);
+    return false;
+  }
+  Operation *op = v.getDefiningOp();
+  if (!op)
+    return false;
+  if (auto r = dyn_cast<tile::MakeRangeOp>(op))
+    return int32_t(r.getStart()) >= 0;
+  if (isa<tile::ProgramIdOp, tile::NumProgramsOp, arith::DivUIOp, arith::RemUIOp, arith::ExtUIOp>(op))
+    return true;
+  if (isa<tile::SplatOp, tile::BroadcastOp, tile::ExpandDimsOp, tile::ReshapeOp, tile::TransOp,
+          tile::HintOp, arith::ExtSIOp>(op))
+    return nonNegative(op->getOperand(0), depth + 1);
+  if (isa<arith::RemSIOp>(op)) // the remainder takes the dividend's sign
+    return nonNegative(op->getOperand(0), depth + 1);
+  if (isa<arith::AddIOp, arith::MulIOp, arith::DivSIOp, arith::MinSIOp>(op))
+    return nonNegative(op->getOperand(0), depth + 1) && nonNegative(op->getOperand(1), depth + 1);
+  if (isa<arith::MaxSIOp>(op))
+    return nonNegative(op->getOperand(0), depth + 1) || nonNegative(op->getOperand(1), depth + 1);
+  return false;
+}
+
 llvm::ArrayRef<int64_t> shapeOf(Type t) {
   if (auto rt = dyn_cast<RankedTensorType>(t))
     return rt.getShape();
@@ -222,6 +260,38 @@ void AxisInfoAnalysis::visit(Operation *op) {
     }
     return result(r);
   }
+  if (isa<arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp>(op)) {
+    // By a positive constant c, of a non-negative dividend: a run of
+    // consecutive values whose pieces start at multiples of g (a power of two
+    // dividing both the run's divisibility and c) never crosses a multiple of
+    // c inside a piece, so x / c is constant and x % c consecutive there.
+    AxisInfo a = get(op->getOperand(0));
+    AxisInfo r = pessimistic(op->getResult(0));
+    APInt c;
+    bool isDiv = isa<arith::DivSIOp, arith::DivUIOp>(op);
+    bool ok = matchPattern(op->getOperand(1), m_ConstantInt(&c)) && c.isStrictlyPositive() &&
+              c.getBitWidth() <= 64 &&
+              (isa<arith::DivUIOp, arith::RemUIOp>(op) || nonNegative(op->getOperand(0)));
+    if (ok) {
+      int64_t cf = pow2Factor(int64_t(c.getZExtValue()));
+      for (int64_t d = 0; d < r.rank() && d < a.rank(); ++d) {
+        int64_t g = std::min(a.contiguity[d], gcd2(a.divisibility[d], cf));
+        if (isDiv) {
+          r.constancy[d] = std::max(a.constancy[d], g);
+        } else {
+          r.contiguity[d] = std::max<int64_t>(1, g);
+          r.divisibility[d] = g > 1 ? g : (c.isOne() ? kMax : 1);
+          r.constancy[d] = a.constancy[d];
+        }
+      }
+    } else {
+      // Any divisor: constant wherever both operands are.
+      AxisInfo b = get(op->getOperand(1));
+      for (int64_t d = 0; d < r.rank() && d < a.rank() && d < b.rank(); ++d)
+        r.constancy[d] = std::min(a.constancy[d], b.constancy[d]);
+    }
+    return result(r);
+  }
   if (isa<arith::AndIOp, arith::OrIOp, arith::XOrIOp, arith::SelectOp>(op)) {
     // Bitwise ops and selects are constant wherever all their tile operands
     // are (masks combined with `&`); other properties are not tracked.
@@ -291,6 +361,21 @@ void AxisInfoAnalysis::visit(Operation *op) {
         set(i.getResult(k), meet(get(ty.getOperand(k)), get(ey.getOperand(k))));
     }
     return;
+  }
+  // Other pure integer arithmetic on tiles (min/max, shifts, casts): constant
+  // wherever all operands are.
+  if (op->getNumResults() == 1 && op->getNumRegions() == 0 && isa<arith::ArithDialect>(op->getDialect()) &&
+      isa<RankedTensorType>(op->getResult(0).getType())) {
+    AxisInfo r = pessimistic(op->getResult(0));
+    auto shape = shapeOf(op->getResult(0).getType());
+    for (int64_t d = 0; d < r.rank(); ++d) {
+      int64_t c = shape[d];
+      for (Value operand : op->getOperands())
+        if (isa<RankedTensorType>(operand.getType()))
+          c = std::min(c, get(operand).constancy[d]);
+      r.constancy[d] = c;
+    }
+    return result(r);
   }
   // Anything else: visit nested regions, results pessimistic.
   for (Region &r : op->getRegions())
