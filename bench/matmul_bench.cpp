@@ -129,9 +129,12 @@ int main(int argc, char **argv) {
       int64_t M = std::stoll(argv[i + 1]), N = std::stoll(argv[i + 2]), K = std::stoll(argv[i + 3]);
       bool isInt = dt == "i8";
       size_t eb = dt == "f32" ? 4 : isInt ? 1 : 2;
-      std::string out = isInt ? "i32" : "f32";
+      // C in the operand type for 16-bit inputs, as cuBLAS writes it (torch's
+      // bf16 matmul returns bf16): the epilogue moves the same bytes as the peer.
+      std::string out = isInt ? "i32" : eb == 2 ? dt : "f32";
+      size_t ob = out == "i32" || out == "f32" ? 4 : 2;
       auto a = ctx.allocBytes(size_t(M * K) * eb), b = ctx.allocBytes(size_t(K * N) * eb);
-      auto c = ctx.allocBytes(size_t(M * N) * 4);
+      auto c = ctx.allocBytes(size_t(M * N) * ob);
       std::vector<uint8_t> ha(a.size()), hb(b.size());
       fillRandom(ha, dt, rng);
       fillRandom(hb, dt, rng);
@@ -185,8 +188,8 @@ int main(int argc, char **argv) {
         double num = 0, den = 0;
         for (size_t s = 0; s < samples.size(); ++s) {
           auto [r, q] = samples[s];
-          double got = isInt ? double(*reinterpret_cast<int32_t *>(&hc[size_t(r * N + q) * 4]))
-                             : double(*reinterpret_cast<float *>(&hc[size_t(r * N + q) * 4]));
+          const uint8_t *at = &hc[size_t(r * N + q) * ob];
+          double got = isInt ? double(*reinterpret_cast<const int32_t *>(at)) : toDouble(at, out);
           num += (got - ref[s]) * (got - ref[s]);
           den += ref[s] * ref[s];
         }
