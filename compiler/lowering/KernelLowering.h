@@ -23,6 +23,8 @@ using namespace mlir;
 
 constexpr int64_t kMaxSharedBytes = 227 * 1024;
 
+class DotLoopEmitter;
+
 /// Canonical distribution of a tile shape over the block's threads.
 struct Layout {
   SmallVector<int64_t, 4> shape;
@@ -114,6 +116,9 @@ inline int64_t log2i(int64_t v) {
 }
 
 class KernelLowering {
+  // Emits the pipelined dot loop (PipelinedDotLoop.cpp) with this lowering's state.
+  friend class DotLoopEmitter;
+
 public:
   KernelLowering(ModuleOp module, func::FuncOp src, const LoweringOptions &opts)
       : module_(module), src_(src), b_(module.getContext()), axis_(src),
