@@ -24,7 +24,8 @@ struct Config {
   int warps, stages;
   std::string text() const {
     return "BM=" + std::to_string(bm) + ",BN=" + std::to_string(bn) + ",BK=" + std::to_string(bk) +
-           ",num_warps=" + std::to_string(warps) + ",num_stages=" + std::to_string(stages);
+           ",GROUP=" + std::to_string(group) + ",num_warps=" + std::to_string(warps) +
+           ",num_stages=" + std::to_string(stages);
   }
 };
 
@@ -108,7 +109,8 @@ int main(int argc, char **argv) {
   if (argc < 5 || (argc - 1) % 4 != 0) {
     std::cerr << "usage: matmul_bench DT M N K [DT M N K ...]\n"
                  "  env TESSERA_MATMUL_FILE: kernel file (default kernels_dsl/basics/matmul.tile)\n"
-                 "  env MATMUL_CONFIGS=i,j,...: only these entries of the config list\n";
+                 "  env MATMUL_CONFIGS=i,j,...: only these entries of the config list\n"
+                 "  env MATMUL_EXTRA=\"BM,BN,BK,GROUP,warps,stages;...\": more configs to try\n";
     return 2;
   }
   std::string kernels = std::getenv("TESSERA_KERNELS_DIR") ? std::getenv("TESSERA_KERNELS_DIR")
@@ -157,6 +159,16 @@ int main(int argc, char **argv) {
       std::string bestCfg;
       std::string all;
       std::vector<Config> configs = configsFor(dt);
+      // Extra configs to explore, "BM,BN,BK,GROUP,warps,stages;..." (appended).
+      if (const char *e = std::getenv("MATMUL_EXTRA")) {
+        std::istringstream list(e);
+        for (std::string item; std::getline(list, item, ';');) {
+          Config c{};
+          if (std::sscanf(item.c_str(), "%lld,%lld,%lld,%lld,%d,%d", (long long *)&c.bm, (long long *)&c.bn,
+                          (long long *)&c.bk, (long long *)&c.group, &c.warps, &c.stages) == 6)
+            configs.push_back(c);
+        }
+      }
       for (size_t ci = 0; ci < configs.size(); ++ci) {
         if (!only.empty() && !only.count(ci))
           continue;
