@@ -14,7 +14,7 @@ struct LoweringOptions {
   /// Target whose instructions may be used ("" = sm_80 baseline).
   std::string arch;
   /// Pipeline depth for loops feeding `dot` (1 = no pipelining).
-  int numStages = 3;
+  int numStages = 4;
 };
 
 /// Rewrites every `tile.kernel` function of `module` in place. Each becomes a

@@ -162,7 +162,7 @@ Layout wgmmaAccLayout(int64_t BM, int64_t BN, int64_t numWarps) {
 /// namespace only because KernelLowering names it as a friend.
 class DotLoopEmitter {
 public:
-  DotLoopEmitter(KernelLowering &kl, scf::ForOp op, DotLoop &m, WgmmaKind kind)
+  DotLoopEmitter(KernelLowering &kl, scf::ForOp op, DotLoop &m, WgmmaKind kind, int stages)
       : kl_(kl), b_(kl.b_), op_(op), m_(m), loc(op.getLoc()), ctx(kl.b_.getContext()),
         i32(b_.getI32Type()), i64(b_.getI64Type()), ptr3(LLVM::LLVMPointerType::get(ctx, 3)),
         ea(m.dot.getA().getType().getElementType()),
@@ -170,7 +170,7 @@ public:
         int8(kind.int8), bViaRegs(!half), BM(m.dot.getA().getType().getDimSize(0)),
         BK(m.dot.getA().getType().getDimSize(1)), BN(m.dot.getB().getType().getDimSize(1)),
         eb(ea.getIntOrFloatBitWidth() / 8), vecElems(16 / eb), kPerInst(32 / eb),
-        warpgroups(kl.numWarps_ / 4), S(kl.numStages_), WA(std::min<int64_t>(128, BK * eb)),
+        warpgroups(kl.numWarps_ / 4), S(stages), WA(std::min<int64_t>(128, BK * eb)),
         WB(bViaRegs ? WA : std::min<int64_t>(128, BN * eb)), aBytes(BM * BK * eb),
         bBytes(BK * BN * eb), stageBytes(aBytes + bBytes), rawRow(BN * eb + 16),
         rawBytes(BK * rawRow), stagedBytes(S * aBytes + 3 * bBytes + (S - 2) * rawBytes),
@@ -197,7 +197,7 @@ public:
       if (init.kind != Lowered::Virtual && init.kind != Lowered::Offset)
         return false;
     }
-    // Too large: the generic lowering (a smaller num_stages would pipeline).
+    // Too large for this many stages (the caller tries fewer).
     return kl_.smemUsed_ + 1024 + totalBytes <= kMaxSharedBytes;
   }
 
@@ -835,10 +835,14 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
   std::optional<WgmmaKind> kind = wgmmaKindOf(m->dot);
   if (!kind)
     return std::nullopt;
-  DotLoopEmitter emitter(*this, op, *m, *kind);
-  if (!emitter.applies())
-    return std::nullopt;
-  return emitter.emit();
+  // num_stages is an upper bound: with fewer stages than asked for when those
+  // do not fit in shared memory (big tiles), the loop still pipelines.
+  for (int stages = numStages_; stages >= 3; --stages) {
+    DotLoopEmitter emitter(*this, op, *m, *kind, stages);
+    if (emitter.applies())
+      return emitter.emit();
+  }
+  return std::nullopt;
 }
 
 } // namespace tessera::lowering::detail

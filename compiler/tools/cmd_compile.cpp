@@ -37,7 +37,7 @@ options:
   --arch=SM          GPU target for llvm/ptx/cubin: sm_80, sm_90 (default), sm_90a,
                      or another sm_NN[a] that LLVM and ptxas know
   --num-warps N      warps per program instance (power of two, default 4)
-  --num-stages N     shared-memory stages for loops feeding dot (1..8, default 3)
+  --num-stages N     shared-memory stages for loops feeding dot (1..8, default 4)
   -o PATH            write the output to PATH instead of stdout
   -I DIR             also search DIR for imported files; repeatable
   --no-opt           skip canonicalization and CSE of the tile IR

@@ -53,7 +53,7 @@ options:
   -I DIR           also search DIR for imported files; repeatable
   --grid X[,Y,Z]   program instances in each dimension (required)
   --num-warps N    warps per program instance on the GPU (power of two, default 4)
-  --num-stages N   shared-memory pipeline stages for loops feeding dot (default 3)
+  --num-stages N   shared-memory pipeline stages for loops feeding dot (default 4)
   --interpret      run in the CPU interpreter even when a GPU is present
   --check          run on the GPU and in the interpreter with the same inputs and
                    compare every buffer: max relative error = max|gpu - interp| /
@@ -360,7 +360,7 @@ struct RunOptions {
   Grid grid;
   bool gridGiven = false;
   int numWarps = 4;
-  int numStages = 3;
+  int numStages = 4;
   bool interpret = false, check = false;
   uint64_t seed = 0;
   double tol = 1e-5;

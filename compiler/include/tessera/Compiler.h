@@ -28,8 +28,9 @@ struct CompileOptions {
   /// `wgmma` is used only for "sm_90a".
   std::string arch;
   /// Shared-memory stages of the software pipeline for loops that load the
-  /// operands of `dot` (1 = no pipelining).
-  int numStages = 3;
+  /// operands of `dot` (1 = no pipelining). An upper bound: fewer (down to 3)
+  /// are used when they do not fit in shared memory.
+  int numStages = 4;
   /// Facts assumed about integer (i32/i64) runtime parameters, by name
   /// (specialization, see docs/api.md). EqualsOne replaces the parameter's
   /// uses by the constant 1; DivisibleBy16 lets the axis analysis treat it as

@@ -26,7 +26,7 @@ struct JitOptions {
   std::string arch;
   /// Shared-memory stages of the software pipeline for loops feeding `dot`
   /// (1 = none).
-  int numStages = 3;
+  int numStages = 4;
   /// Extra directories for `from "x.tile" import ...`.
   std::vector<std::string> importPaths;
   /// Use the in-memory and on-disk kernel cache ($TESSERA_CACHE_DIR).
