@@ -110,7 +110,8 @@ int main(int argc, char **argv) {
     std::cerr << "usage: matmul_bench DT M N K [DT M N K ...]\n"
                  "  env TESSERA_MATMUL_FILE: kernel file (default kernels_dsl/basics/matmul.tile)\n"
                  "  env MATMUL_CONFIGS=i,j,...: only these entries of the config list\n"
-                 "  env MATMUL_EXTRA=\"BM,BN,BK,GROUP,warps,stages;...\": more configs to try\n";
+                 "  env MATMUL_EXTRA=\"BM,BN,BK,GROUP,warps,stages;...\": more configs to try\n"
+                 "  env MATMUL_ARCH=sm_NN: compile for that target instead of the device's\n";
     return 2;
   }
   std::string kernels = std::getenv("TESSERA_KERNELS_DIR") ? std::getenv("TESSERA_KERNELS_DIR")
@@ -176,6 +177,8 @@ int main(int argc, char **argv) {
         JitOptions o;
         o.numWarps = cfg.warps;
         o.numStages = cfg.stages;
+        if (const char *a = std::getenv("MATMUL_ARCH")) // e.g. sm_90: the mma.sync pipeline
+          o.arch = a;
         std::map<std::string, ConstexprValue> cx = {
             {"BM", cfg.bm}, {"BN", cfg.bn}, {"BK", cfg.bk}, {"GROUP", cfg.group},
             {"DT", *parseDType(dt)}, {"ACC", *parseDType(isInt ? "i32" : "f32")}, {"OUT", *parseDType(out)}};

@@ -25,6 +25,7 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <cstdio>
 #include <functional>
 
 namespace tessera::lowering::detail {
@@ -162,7 +163,8 @@ Layout wgmmaAccLayout(int64_t BM, int64_t BN, int64_t numWarps) {
 /// namespace only because KernelLowering names it as a friend.
 class DotLoopEmitter {
 public:
-  DotLoopEmitter(KernelLowering &kl, scf::ForOp op, DotLoop &m, WgmmaKind kind, int stages)
+  DotLoopEmitter(KernelLowering &kl, scf::ForOp op, DotLoop &m, WgmmaKind kind, int stages,
+                 bool wgmma)
       : kl_(kl), b_(kl.b_), op_(op), m_(m), loc(op.getLoc()), ctx(kl.b_.getContext()),
         i32(b_.getI32Type()), i64(b_.getI64Type()), ptr3(LLVM::LLVMPointerType::get(ctx, 3)),
         ea(m.dot.getA().getType().getElementType()),
@@ -177,15 +179,20 @@ public:
         bStaged(bViaRegs && S >= 4 && kl.smemUsed_ + 1024 + stagedBytes <= kMaxSharedBytes),
         totalBytes(bStaged ? stagedBytes : S * stageBytes), bLay(copyLayout(m.loadB)),
         bRegs(bLay.chunks), nChunks(BN / vecElems), vt(VectorType::get({vecElems}, ea)),
-        accLay(wgmmaAccLayout(BM, BN, kl.numWarps_)), T(accLay.tm), R(accLay.slots()), RB(BN / 2),
+        useWgmma(wgmma), accLay(wgmma ? wgmmaAccLayout(BM, BN, kl.numWarps_)
+                                      : mmaLayoutFor(BM, BN, kl.numWarps_).value_or(Layout())), T(accLay.tm), R(accLay.slots()), RB(BN / 2),
         accCons(int8 ? "=r," : "=f,") {}
 
   /// Whether the tile sizes, operand contiguity, pointer tiles and shared
   /// memory allow the pipeline; false leaves the loop to the generic lowering
   /// and has emitted nothing.
   bool applies() {
-    if (BM % (64 * warpgroups) || BK % kPerInst || (bViaRegs && BK % 16) || BN % 16 || BN > 256 ||
-        BN * eb < 32 || (BM * BK / vecElems) % kl_.threads_ || (BK * BN / vecElems) % kl_.threads_)
+    // wgmma: 64-row blocks per warpgroup, N up to 256. mma.sync: 16-bit
+    // operands, an mma layout over the warps, pairs of n8 tiles (ldmatrix.x4).
+    bool shapeOk = useWgmma ? BM % (64 * warpgroups) == 0 && BN <= 256
+                            : half && accLay.mma && accLay.tn % 2 == 0;
+    if (!shapeOk || BK % kPerInst || (bViaRegs && BK % 16) || BN % 16 || BN * eb < 32 ||
+        (BM * BK / vecElems) % kl_.threads_ || (BK * BN / vecElems) % kl_.threads_)
       return false;
     // Both operands must be contiguous along their last dimension (rows of A
     // along K, rows of B along N): whole 16-byte chunks are copied.
@@ -216,7 +223,8 @@ public:
     if (!loop)
       return false;
     SmallVector<Value> accs(loop.getResults().begin(), loop.getResults().end());
-    accs = waitAcc(accs, 0);
+    if (useWgmma)
+      accs = waitAcc(accs, 0);
     asmCall({}, {}, "cp.async.wait_group 0;", "~{memory}");
     bindResults(accs);
     return true;
@@ -272,6 +280,9 @@ private:
   const int64_t bRegs;
   const int64_t nChunks; // 16-byte chunks in a row of B
   const VectorType vt;
+  // wgmma (sm_90a), or mma.sync m16n8k16 with ldmatrix fragments (sm_80 and
+  // later, 16-bit operands) reading the same swizzled stages.
+  const bool useWgmma;
   const Layout accLay;
   const int64_t T;  // the warpgroup's 64-row blocks
   const int64_t R;  // all T blocks: T * BN / 2 registers per thread
@@ -745,6 +756,69 @@ private:
 
   // The pipelined loop over i in [0, n), carrying the accumulators: waits for
   // stage i, runs its wgmmas, then issues iteration i + S - 2. Null on an error.
+  /// mma.sync steps over stage `i`: per k16 step, A fragments of the warp's
+  /// tm row tiles by ldmatrix.x4 and B fragments of pairs of its n8 tiles by
+  /// ldmatrix.x4.trans, from the swizzled stages the wgmma path also uses.
+  void emitMmaSyncSteps(SmallVector<Value> &accs, Value i) {
+    Type f32 = b_.getF32Type();
+    Value lane = arith::AndIOp::create(b_, loc, kl_.tid_, c32(31));
+    Value warp = arith::ShRUIOp::create(b_, loc, kl_.tid_, c32(5));
+    Value rowBase = arith::MulIOp::create(b_, loc, arith::DivUIOp::create(b_, loc, warp, c32(accLay.wn)),
+                                          c32(accLay.tm * 16));
+    Value colBase = arith::MulIOp::create(b_, loc, arith::RemUIOp::create(b_, loc, warp, c32(accLay.wn)),
+                                          c32(accLay.tn * 8));
+    // A: lanes 0-15 address rows 0-15 at k 0-7, lanes 16-31 the same rows at k 8-15.
+    Value aRow = arith::AddIOp::create(b_, loc, rowBase, arith::AndIOp::create(b_, loc, lane, c32(15)));
+    Value aK = arith::MulIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, lane, c32(4)), c32(8));
+    // B: lanes 8q..8q+7 address K rows (q % 2) * 8 + 0..7 of n8 tile q / 2 of the pair.
+    Value bK = arith::AddIOp::create(
+        b_, loc, arith::AndIOp::create(b_, loc, lane, c32(7)),
+        arith::MulIOp::create(b_, loc, arith::AndIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, lane, c32(3)), c32(1)), c32(8)));
+    Value bN = arith::AddIOp::create(
+        b_, loc, colBase, arith::MulIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, lane, c32(4)), c32(8)));
+    Value sA = aStage(i), sB = bStage(i);
+    auto ldmatrix = [&](Value addr, bool trans) {
+      auto op = asmCall(SmallVector<Type>(4, i32), {addr},
+                        std::string("ldmatrix.sync.aligned.m8n8.x4") + (trans ? ".trans" : "") +
+                            ".shared.b16 {$0,$1,$2,$3}, [$4];",
+                        "=r,=r,=r,=r,r,~{memory}");
+      SmallVector<Value> r;
+      for (int64_t q = 0; q < 4; ++q)
+        r.push_back(LLVM::ExtractValueOp::create(b_, loc, op.getResult(0), ArrayRef<int64_t>{q}));
+      return r;
+    };
+    std::string ty = ea.isBF16() ? "bf16" : "f16";
+    std::string mmaText = "mma.sync.aligned.m16n8k16.row.col.f32." + ty + "." + ty +
+                          ".f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};";
+    for (int64_t kk = 0; kk < BK / 16; ++kk) {
+      SmallVector<SmallVector<Value>> aFrag, bFrag(accLay.tn);
+      for (int64_t t = 0; t < accLay.tm; ++t) {
+        Value row = arith::AddIOp::create(b_, loc, aRow, c32(t * 16));
+        Value colByte = arith::MulIOp::create(b_, loc, arith::AddIOp::create(b_, loc, aK, c32(kk * 16)), c32(eb));
+        aFrag.push_back(ldmatrix(arith::AddIOp::create(b_, loc, sA, swizzled(row, colByte, BM, WA)), false));
+      }
+      for (int64_t jp = 0; jp < accLay.tn; jp += 2) {
+        Value k = arith::AddIOp::create(b_, loc, bK, c32(kk * 16));
+        Value colByte = arith::MulIOp::create(b_, loc, arith::AddIOp::create(b_, loc, bN, c32(jp * 8)), c32(eb));
+        SmallVector<Value> r = ldmatrix(arith::AddIOp::create(b_, loc, sB, swizzled(k, colByte, BK, WB)), true);
+        bFrag[jp] = {r[0], r[1]};
+        bFrag[jp + 1] = {r[2], r[3]};
+      }
+      for (int64_t t = 0; t < accLay.tm; ++t)
+        for (int64_t jn = 0; jn < accLay.tn; ++jn) {
+          int64_t base = (t * accLay.tn + jn) * 4;
+          SmallVector<Value> operands(aFrag[t].begin(), aFrag[t].end());
+          operands.append(bFrag[jn].begin(), bFrag[jn].end());
+          for (int q = 0; q < 4; ++q)
+            operands.push_back(accs[base + q]);
+          auto mma = asmCall(SmallVector<Type>(4, f32), operands, mmaText,
+                             "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3");
+          for (int q = 0; q < 4; ++q)
+            accs[base + q] = LLVM::ExtractValueOp::create(b_, loc, mma.getResult(0), ArrayRef<int64_t>{q});
+        }
+    }
+  }
+
   scf::ForOp emitLoop(ValueRange acc0) {
     // A is K-major (leading offset unused with swizzling); B is N-major: its
     // W-byte column blocks are BK * W bytes apart.
@@ -767,8 +841,18 @@ private:
     // B staged also needs iteration i + 1's group, transposed below.
     asmCall({}, {}, "cp.async.wait_group " + std::to_string(bStaged ? S - 4 : S - 3) + ";",
             "~{memory}");
-    asmCall({}, {}, "fence.proxy.async.shared::cta;", "~{memory}");
+    if (useWgmma) // generic-proxy writes (cold copies, transposes) read by wgmma
+      asmCall({}, {}, "fence.proxy.async.shared::cta;", "~{memory}");
     kl_.barrier(loc);
+    if (!useWgmma) {
+      SmallVector<Value> accs(loop.getRegionIterArgs().begin(), loop.getRegionIterArgs().end());
+      emitMmaSyncSteps(accs, i);
+      if (!issueIteration(j, bVals))
+        return {};
+      commitCopies();
+      scf::YieldOp::create(b_, loc, accs);
+      return loop;
+    }
     Value sB = bStage(i);
     Value sAw = arith::AddIOp::create(b_, loc, aStage(i), wgRowBytes);
     asmCall({}, {}, "wgmma.fence.sync.aligned;", "~{memory}");
@@ -827,7 +911,11 @@ private:
 };
 
 std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
-  if (arch_ != "sm_90a" || numStages_ < 3 || (numWarps_ != 4 && numWarps_ != 8 && numWarps_ != 16))
+  // cp.async needs sm_80 (an empty arch means the sm_80 baseline).
+  int smVersion = 80;
+  if (!arch_.empty() && std::sscanf(arch_.c_str(), "sm_%d", &smVersion) != 1)
+    return std::nullopt;
+  if (smVersion < 80 || numStages_ < 3)
     return std::nullopt;
   std::optional<DotLoop> m = matchDotLoop(op);
   if (!m)
@@ -835,12 +923,18 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
   std::optional<WgmmaKind> kind = wgmmaKindOf(m->dot);
   if (!kind)
     return std::nullopt;
-  // num_stages is an upper bound: with fewer stages than asked for when those
-  // do not fit in shared memory (big tiles), the loop still pipelines.
-  for (int stages = numStages_; stages >= 3; --stages) {
-    DotLoopEmitter emitter(*this, op, *m, *kind, stages);
-    if (emitter.applies())
-      return emitter.emit();
+  // wgmma where the target has it and the tile fits it; else mma.sync for
+  // 16-bit operands. num_stages is an upper bound: with fewer stages than
+  // asked for when those do not fit in shared memory, the loop still pipelines.
+  bool wgmmaTarget = arch_ == "sm_90a" && (numWarps_ == 4 || numWarps_ == 8 || numWarps_ == 16);
+  for (bool wgmma : {true, false}) {
+    if ((wgmma && !wgmmaTarget) || (!wgmma && !kind->half))
+      continue;
+    for (int stages = numStages_; stages >= 3; --stages) {
+      DotLoopEmitter emitter(*this, op, *m, *kind, stages, wgmma);
+      if (emitter.applies())
+        return emitter.emit();
+    }
   }
   return std::nullopt;
 }

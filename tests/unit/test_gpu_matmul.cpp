@@ -26,6 +26,7 @@ struct Case {
 struct Cfg {
   int64_t bm, bn, bk;
   int warps, stages;
+  const char *arch = ""; // "" = the device's (sm_90a on an H100/H200)
 };
 
 std::string kernelPath() { return std::string(TESSERA_SOURCE_DIR) + "/kernels_dsl/basics/matmul.tile"; }
@@ -75,6 +76,7 @@ double runCase(Context &ctx, const std::string &dt, const Case &c, const Cfg &cf
   JitOptions o;
   o.numWarps = cfg.warps;
   o.numStages = cfg.stages;
+  o.arch = cfg.arch;
   std::map<std::string, ConstexprValue> cx = {
       {"BM", cfg.bm}, {"BN", cfg.bn}, {"BK", cfg.bk}, {"GROUP", int64_t(4)},
       {"DT", *parseDType(dt)}, {"ACC", *parseDType(isInt ? "i32" : "f32")},
@@ -124,9 +126,13 @@ TEST_CASE("GPU matmul matches fp64 for f16, bf16, f32 and i8 at ragged shapes", 
       {128, 256, 64, 64, 256, 256},   // exact tiles
   };
   // wgmma: one or two 64-row blocks per warpgroup (the kernel's default tile
-  // with 4 warps has two); mma.sync with num_stages = 1.
-  const std::vector<Cfg> tensorCore = {{128, 128, 64, 8, 3}, {64, 64, 32, 4, 4},  {128, 256, 64, 8, 4},
-                                       {128, 128, 32, 4, 3}, {256, 128, 64, 8, 4}, {64, 64, 16, 4, 1}};
+  // with 4 warps has two); the cp.async + ldmatrix + mma.sync pipeline (targets
+  // without wgmma, run here as sm_90 / sm_80 code); mma.sync unpipelined
+  // (num_stages = 1).
+  const std::vector<Cfg> tensorCore = {{128, 128, 64, 8, 3},         {64, 64, 32, 4, 4},
+                                       {128, 256, 64, 8, 4},         {128, 128, 32, 4, 3},
+                                       {256, 128, 64, 8, 4},         {128, 128, 32, 8, 4, "sm_90"},
+                                       {64, 128, 64, 4, 3, "sm_80"}, {64, 64, 16, 4, 1}};
   // f32: tf32 wgmma (BM = 16 * warps) and the FMA path (stages 1 or BM = 32);
   // i8: s8 wgmma and FMA.
   const std::vector<Cfg> f32 = {{128, 128, 32, 8, 4}, {64, 64, 32, 4, 3}, {128, 64, 32, 4, 4},
@@ -141,6 +147,7 @@ TEST_CASE("GPU matmul matches fp64 for f16, bf16, f32 and i8 at ragged shapes", 
         double rel = runCase(*ctx, dt, c, cfg, seed++);
         INFO(dt << " " << c.M << "x" << c.N << "x" << c.K << " BM=" << cfg.bm << " BN=" << cfg.bn
                 << " BK=" << cfg.bk << " warps=" << cfg.warps << " stages=" << cfg.stages
+                << " arch=" << cfg.arch
                 << ": relative error " << rel);
         // 16-bit: exact products, f32 accumulation, far below the 1e-2.
         // f32 on tensor cores rounds operands to tf32 (bound 3e-3; about 3e-4
