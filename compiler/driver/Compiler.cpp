@@ -172,6 +172,7 @@ static CompileResult compileImpl(const std::string &path, const std::string *tex
     lo.numWarps = options.numWarps;
     lo.arch = options.arch;
     lo.numStages = options.numStages;
+    lo.remarks = &r.remarks;
     if (!lowering::lowerTileToNVVM(*fr.module, lo, error) || failed(verify(*fr.module))) {
       r.ok = false;
       r.diagnostics = (error.empty() ? std::string("error: GPU lowering produced invalid IR") : error) + "\n";

@@ -123,7 +123,7 @@ public:
   KernelLowering(ModuleOp module, func::FuncOp src, const LoweringOptions &opts)
       : module_(module), src_(src), b_(module.getContext()), axis_(src),
         numWarps_(opts.numWarps), threads_(32 * opts.numWarps), arch_(opts.arch),
-        numStages_(opts.numStages) {}
+        numStages_(opts.numStages), remarks_(opts.remarks) {}
 
   bool run(std::string &error);
 
@@ -138,6 +138,16 @@ private:
       error_ = where + "error: " + msg;
     }
     return false;
+  }
+  /// Records "file:line:col: remark: msg" for `op` when remarks are wanted.
+  void remark(Operation *op, const std::string &msg) {
+    if (!remarks_)
+      return;
+    std::string where;
+    if (auto fl = dyn_cast<FileLineColLoc>(op->getLoc()))
+      where = fl.getFilename().str() + ":" + std::to_string(fl.getLine()) + ":" +
+              std::to_string(fl.getColumn()) + ": ";
+    remarks_->push_back(where + "remark: " + msg);
   }
   Type convertElem(Type t) {
     if (isa<tile::PtrType>(t))
@@ -271,6 +281,7 @@ private:
   int64_t threads_;
   std::string arch_;
   int numStages_;
+  std::vector<std::string> *remarks_;
   Value tid_;
   LLVM::GlobalOp smemGlobal_;
   int64_t smemUsed_ = 0;

@@ -6,6 +6,7 @@
 #include "mlir/IR/BuiltinOps.h"
 
 #include <string>
+#include <vector>
 
 namespace tessera::lowering {
 
@@ -15,6 +16,9 @@ struct LoweringOptions {
   std::string arch;
   /// Pipeline depth for loops feeding `dot` (1 = no pipelining).
   int numStages = 4;
+  /// When set, receives one "file:line:col: remark: ..." line per loop that
+  /// feeds a `dot`: how it was pipelined, or why not.
+  std::vector<std::string> *remarks = nullptr;
 };
 
 /// Rewrites every `tile.kernel` function of `module` in place. Each becomes a

@@ -187,25 +187,52 @@ public:
   /// memory allow the pipeline; false leaves the loop to the generic lowering
   /// and has emitted nothing.
   bool applies() {
+    auto no = [&](std::string why) {
+      whyNot = std::move(why);
+      return false;
+    };
+    std::string tile = std::to_string(BM) + "x" + std::to_string(BN) + "x" + std::to_string(BK);
     // wgmma: 64-row blocks per warpgroup, N up to 256. mma.sync: 16-bit
     // operands, an mma layout over the warps, pairs of n8 tiles (ldmatrix.x4).
-    bool shapeOk = useWgmma ? BM % (64 * warpgroups) == 0 && BN <= 256
-                            : half && accLay.mma && accLay.tn % 2 == 0;
-    if (!shapeOk || BK % kPerInst || (bViaRegs && BK % 16) || BN % 16 || BN * eb < 32 ||
+    if (useWgmma && (BM % (64 * warpgroups) || BN > 256))
+      return no("wgmma needs BM a multiple of 16 * num_warps and BN <= 256; the tile is " + tile);
+    if (!useWgmma && !half)
+      return no("without wgmma only f16/bf16 operands are pipelined (mma.sync)");
+    if (!useWgmma && (!accLay.mma || accLay.tn % 2))
+      return no("no mma.sync warp grid with an even number of n8 tiles per warp for " + tile);
+    if (BK % kPerInst || (bViaRegs && BK % 16) || BN % 16 || BN * eb < 32 ||
         (BM * BK / vecElems) % kl_.threads_ || (BK * BN / vecElems) % kl_.threads_)
-      return false;
+      return no("the " + tile + " tile does not split into 16-byte copies over the block's threads");
     // Both operands must be contiguous along their last dimension (rows of A
     // along K, rows of B along N): whole 16-byte chunks are copied.
     for (tile::LoadOp ld : {m_.loadA, m_.loadB})
       if (kl_.axis_.get(ld.getPtr()).contiguity.back() < vecElems)
-        return false;
+        return no(std::string("the rows of operand ") + (ld == m_.loadA ? "A" : "B") +
+                  " are not provably contiguous (a unit inner stride: pass 1 at launch, which "
+                  "specialization makes a constant, or --assume NAME=1)");
     for (auto [i, step] : m_.advancing) {
       Lowered &init = kl_.lookup(op_.getInitArgs()[i]);
       if (init.kind != Lowered::Virtual && init.kind != Lowered::Offset)
-        return false;
+        return no("a carried pointer tile does not start from index arithmetic");
     }
     // Too large for this many stages (the caller tries fewer).
-    return kl_.smemUsed_ + 1024 + totalBytes <= kMaxSharedBytes;
+    if (kl_.smemUsed_ + 1024 + totalBytes > kMaxSharedBytes)
+      return no(std::to_string(S) + " stages of the " + tile + " tile need " +
+                std::to_string(totalBytes) + " bytes of shared memory; the limit is " +
+                std::to_string(kMaxSharedBytes));
+    return true;
+  }
+
+  /// Why applies() said no.
+  std::string whyNot;
+
+  /// One line on what was emitted, for remarks.
+  std::string summary() const {
+    std::string what = useWgmma ? "wgmma m64n" + std::to_string(BN) + "k" + std::to_string(kPerInst)
+                                : std::string("mma.sync m16n8k16 with ldmatrix");
+    std::string b = !bViaRegs ? "" : bStaged ? ", B staged and transposed in shared memory"
+                                             : ", B through registers";
+    return what + ", " + std::to_string(S) + " stages" + b;
   }
 
   /// Lowers the loop (after applies()); false on an error in its body.
@@ -911,32 +938,51 @@ private:
 };
 
 std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
+  // Remarks only for loops that compute a dot: the ones a user expects fast.
+  bool hasDot = llvm::any_of(op.getBody()->getOperations(),
+                             [](Operation &o) { return isa<tile::DotOp>(o); });
+  auto notPipelined = [&](const std::string &why) -> std::optional<bool> {
+    if (hasDot)
+      remark(op, "dot loop not pipelined: " + why);
+    return std::nullopt;
+  };
   // cp.async needs sm_80 (an empty arch means the sm_80 baseline).
   int smVersion = 80;
   if (!arch_.empty() && std::sscanf(arch_.c_str(), "sm_%d", &smVersion) != 1)
-    return std::nullopt;
-  if (smVersion < 80 || numStages_ < 3)
-    return std::nullopt;
+    return notPipelined("unknown target '" + arch_ + "'");
+  if (smVersion < 80)
+    return notPipelined("target " + arch_ + " has no cp.async (sm_80 or later)");
+  if (numStages_ < 3)
+    return notPipelined("num_stages is " + std::to_string(numStages_) + "; the pipeline needs 3 or more");
   std::optional<DotLoop> m = matchDotLoop(op);
   if (!m)
-    return std::nullopt;
+    return notPipelined("the body is not two loads feeding one dot, pure index arithmetic and "
+                        "pointer tiles advanced by uniform steps (docs/performance.md)");
   std::optional<WgmmaKind> kind = wgmmaKindOf(m->dot);
   if (!kind)
-    return std::nullopt;
+    return notPipelined("no tensor-core form for these operand and accumulator types");
   // wgmma where the target has it and the tile fits it; else mma.sync for
   // 16-bit operands. num_stages is an upper bound: with fewer stages than
   // asked for when those do not fit in shared memory, the loop still pipelines.
   bool wgmmaTarget = arch_ == "sm_90a" && (numWarps_ == 4 || numWarps_ == 8 || numWarps_ == 16);
+  std::string why;
   for (bool wgmma : {true, false}) {
     if ((wgmma && !wgmmaTarget) || (!wgmma && !kind->half))
       continue;
     for (int stages = numStages_; stages >= 3; --stages) {
       DotLoopEmitter emitter(*this, op, *m, *kind, stages, wgmma);
-      if (emitter.applies())
+      if (emitter.applies()) {
+        remark(op, "dot loop pipelined: " + emitter.summary());
         return emitter.emit();
+      }
+      if (wgmma || why.empty()) // wgmma's reason (at 3 stages) explains most
+        why = emitter.whyNot;
     }
   }
-  return std::nullopt;
+  if (why.empty())
+    why = arch_ == "sm_90a" ? "wgmma needs 4, 8 or 16 warps, and mma.sync f16/bf16 operands"
+                            : "without wgmma only f16/bf16 operands are pipelined (mma.sync)";
+  return notPipelined(why);
 }
 
 } // namespace tessera::lowering::detail

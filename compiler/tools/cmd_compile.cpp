@@ -38,6 +38,8 @@ options:
                      or another sm_NN[a] that LLVM and ptxas know
   --num-warps N      warps per program instance (power of two, default 4)
   --num-stages N     shared-memory stages for loops feeding dot (1..8, default 4)
+  --remarks          print to stderr, for each loop that computes a dot, how it was
+                     software-pipelined or why not (with --emit other than tile)
   -o PATH            write the output to PATH instead of stdout
   -I DIR             also search DIR for imported files; repeatable
   --no-opt           skip canonicalization and CSE of the tile IR
@@ -57,6 +59,7 @@ ptxas is missing), 2 bad command line, 3 cannot write output
 
 int cmdCompile(int argc, char **argv) {
   std::string file, kernel, emit = "tile", out, arch = "sm_90";
+  bool remarks = false;
   tessera::CompileOptions opts;
   ArgReader args(argc, argv);
   while (args.next()) {
@@ -87,6 +90,8 @@ int cmdCompile(int argc, char **argv) {
     } else if (args.value("--num-stages", v)) {
       if (!parseNumStages(v, opts.numStages, err))
         return usageError(err, kCompileHelp);
+    } else if (a == "--remarks") {
+      remarks = true;
     } else if (a == "--no-opt") {
       opts.optimize = false;
     } else if (args.missingValue()) {
@@ -124,6 +129,9 @@ int cmdCompile(int argc, char **argv) {
     std::cerr << r.diagnostics;
     return kInputError;
   }
+  if (remarks)
+    for (const std::string &line : r.remarks)
+      std::cerr << line << "\n";
   std::string result;
   if (emit == "tile") {
     result = r.tileIR;

@@ -54,6 +54,9 @@ struct CompileResult {
   /// With CompileOptions::lowerToGPU: the module after lowering to scalar
   /// arith/scf plus the llvm and nvvm dialects.
   std::string gpuIR;
+  /// With lowerToGPU: one "file:line:col: remark: ..." line per loop that
+  /// computes a `dot`, saying how it was pipelined or why not.
+  std::vector<std::string> remarks;
   /// With lowerToGPU: dynamic shared memory each kernel needs at launch, by name.
   std::map<std::string, int64_t> sharedBytes;
   /// (path, text) of the main file and every file it imports (for cache keys).
