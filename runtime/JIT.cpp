@@ -5,6 +5,7 @@
 #include "tessera/Error.h"
 #include "tessera/KernelCache.h"
 
+#include <cstdlib>
 #include <iostream>
 
 namespace tessera {
@@ -39,6 +40,11 @@ detail::KernelVariant buildVariant(const GpuBuild &g, const ArgFacts &facts) {
     CompileResult r = compileSource(g.mainText, g.path, g.kernel, co);
     if (!r.ok)
       throwDiagnostics(r, g.kernel);
+    // How each dot loop was lowered; printed when a variant is built (a cache
+    // hit builds nothing).
+    if (const char *e = std::getenv("TESSERA_REMARKS"); e && *e == '1')
+      for (const std::string &line : r.remarks)
+        std::cerr << line << "\n";
     TargetOptions to;
     to.arch = target;
     to.numWarps = co.numWarps;
