@@ -224,6 +224,22 @@ private:
     }
     return cond;
   }
+  /// The element at `ptr` where `mask` is on (no mask: always), else `other`
+  /// (null: zero). A masked load becomes a branch, so masked-off lanes touch
+  /// no memory.
+  Value maskedLoad(Type et, Value ptr, Value mask, Value other, bool isVolatile, Location loc) {
+    if (!mask)
+      return LLVM::LoadOp::create(b_, loc, et, ptr, byteWidth(et), isVolatile);
+    auto ifOp = scf::IfOp::create(b_, loc, TypeRange{et}, mask, true, true);
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointToStart(ifOp.thenBlock());
+    Value v = LLVM::LoadOp::create(b_, loc, et, ptr, byteWidth(et), isVolatile);
+    scf::YieldOp::create(b_, loc, v);
+    b_.setInsertionPointToStart(ifOp.elseBlock());
+    Value o = other ? other : Value(arith::ConstantOp::create(b_, loc, b_.getZeroAttr(et)));
+    scf::YieldOp::create(b_, loc, o);
+    return ifOp.getResult(0);
+  }
   /// scf.if without results, with a terminator in every block it has.
   scf::IfOp makeIf(Value cond, bool withElse, Location loc) {
     auto ifOp = scf::IfOp::create(b_, loc, TypeRange{}, cond, true, withElse);

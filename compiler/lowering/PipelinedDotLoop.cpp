@@ -436,8 +436,8 @@ private:
     AxisInfo pa = kl_.axis_.get(ld.getPtr());
     bool aligned = pa.divisibility.back() >= 16;
     bool maskWhole = !ld.getMask() || kl_.axis_.get(ld.getMask()).constancy.back() >= vecElems;
-    SmallVector<Value> fast, dsts, firsts;
-    SmallVector<SmallVector<Value>> ptrs, masks;
+    SmallVector<Value> fast, dsts, ptrs;
+    SmallVector<SmallVector<Value>> masks;
     for (int64_t k = 0; k < cl.chunks; ++k) {
       int64_t s0 = k * vecElems;
       ArrayRef<Value> c = kl_.coords(cl, s0);
@@ -446,10 +446,8 @@ private:
       dsts.push_back(arith::AddIOp::create(b_, loc, dst, phys));
       // The chunk's elements are contiguous (checked above): one address, and
       // the lanes' coordinates computed here rather than kept from the entry.
-      SmallVector<Value> p{kl_.elem(ld.getPtr(), c, loc)}, mk;
-      for (int64_t v = 1; v < vecElems; ++v)
-        p.push_back(LLVM::GEPOp::create(b_, loc, p[0].getType(), ea, p[0],
-                                        ArrayRef<LLVM::GEPArg>{int32_t(v)}));
+      Value p0 = kl_.elem(ld.getPtr(), c, loc);
+      SmallVector<Value> mk;
       for (int64_t v = 0; ld.getMask() && v < (maskWhole ? 1 : vecElems); ++v) {
         SmallVector<Value> cv{c[0], v ? Value(arith::AddIOp::create(b_, loc, c[1], c32(v))) : c[1]};
         mk.push_back(kl_.elem(ld.getMask(), cv, loc));
@@ -459,17 +457,17 @@ private:
         // bytes and is zero-filled, so there is no slow path to test for.
         Value bytes =
             mk.empty() ? c32(16) : Value(arith::SelectOp::create(b_, loc, mk[0], c32(16), c32(0)));
-        asmCall({}, {dsts.back(), p[0], bytes}, "cp.async.cg.shared.global [$0], [$1], 16, $2;",
+        asmCall({}, {dsts.back(), p0, bytes}, "cp.async.cg.shared.global [$0], [$1], 16, $2;",
                 "r,l,r,~{memory}");
         continue;
       }
-      Value ok = kl_.vectorGuard(mk, p[0], 16, aligned, loc);
+      Value ok = kl_.vectorGuard(mk, p0, 16, aligned, loc);
       if (!ok)
         ok = arith::ConstantOp::create(b_, loc, b_.getBoolAttr(true));
       fast.push_back(ok);
-      ptrs.push_back(p);
+      ptrs.push_back(p0);
       masks.push_back(mk);
-      asmCall({}, {dsts.back(), p[0], arith::ExtUIOp::create(b_, loc, i32, ok)},
+      asmCall({}, {dsts.back(), p0, arith::ExtUIOp::create(b_, loc, i32, ok)},
               "{\n.reg .pred p;\nsetp.ne.b32 p, $2, 0;\n"
               "@p cp.async.cg.shared.global [$0], [$1], 16;\n}",
               "r,l,r,~{memory}");
@@ -495,19 +493,9 @@ private:
       b_.setInsertionPointToStart(chunkIf.thenBlock());
       for (int64_t v = 0; v < vecElems; ++v) {
         Value mask = masks[k].empty() ? Value() : masks[k][maskWhole ? 0 : v];
-        Value val;
-        if (!mask) {
-          val = LLVM::LoadOp::create(b_, loc, ea, ptrs[k][v], eb);
-        } else {
-          auto ifOp = scf::IfOp::create(b_, loc, TypeRange{ea}, mask, true, true);
-          OpBuilder::InsertionGuard g3(b_);
-          b_.setInsertionPointToStart(ifOp.thenBlock());
-          scf::YieldOp::create(b_, loc, Value(LLVM::LoadOp::create(b_, loc, ea, ptrs[k][v], eb)));
-          b_.setInsertionPointToStart(ifOp.elseBlock());
-          scf::YieldOp::create(b_, loc,
-                               Value(arith::ConstantOp::create(b_, loc, b_.getZeroAttr(ea))));
-          val = ifOp.getResult(0);
-        }
+        Value p = LLVM::GEPOp::create(b_, loc, ptrs[k].getType(), ea, ptrs[k],
+                                      ArrayRef<LLVM::GEPArg>{int32_t(v)});
+        Value val = kl_.maskedLoad(ea, p, mask, Value(), false, loc);
         Value addr = arith::AddIOp::create(b_, loc, dsts[k], c32(v * eb));
         LLVM::StoreOp::create(b_, loc, val, LLVM::IntToPtrOp::create(b_, loc, ptr3, addr), eb);
       }
@@ -577,20 +565,8 @@ private:
         Value p = LLVM::GEPOp::create(b_, loc, ptrs[k].getType(), ea, ptrs[k],
                                       ArrayRef<LLVM::GEPArg>{int32_t(v)});
         Value mask = masks.empty() ? Value() : masks[k * vecElems + v];
-        if (!mask) {
-          vec = LLVM::InsertElementOp::create(b_, loc, vec,
-                                              LLVM::LoadOp::create(b_, loc, ea, p, eb), c32(v));
-          continue;
-        }
-        auto one = scf::IfOp::create(b_, loc, TypeRange{ea}, mask, true, true);
-        OpBuilder::InsertionGuard g2(b_);
-        b_.setInsertionPointToStart(one.thenBlock());
-        scf::YieldOp::create(b_, loc, Value(LLVM::LoadOp::create(b_, loc, ea, p, eb)));
-        b_.setInsertionPointToStart(one.elseBlock());
-        scf::YieldOp::create(b_, loc,
-                             Value(arith::ConstantOp::create(b_, loc, b_.getZeroAttr(ea))));
-        b_.setInsertionPointAfter(one);
-        vec = LLVM::InsertElementOp::create(b_, loc, vec, one.getResult(0), c32(v));
+        Value x = kl_.maskedLoad(ea, p, mask, Value(), false, loc);
+        vec = LLVM::InsertElementOp::create(b_, loc, vec, x, c32(v));
       }
       vecs.push_back(vec);
     }

@@ -524,19 +524,7 @@ bool KernelLowering::lowerLoad(tile::LoadOp op) {
   if (et.isInteger(1))
     return fail(op, "loads of i1 are not supported; store booleans as i8");
   auto loadOne = [&](Value ptr, Value mask, Value other) -> Value {
-    if (!mask)
-      return LLVM::LoadOp::create(b_, loc, et, ptr, byteWidth(et), op.getIsVolatile());
-    auto ifOp = scf::IfOp::create(b_, loc, TypeRange{et}, mask, true, true);
-    {
-      OpBuilder::InsertionGuard g(b_);
-      b_.setInsertionPointToStart(ifOp.thenBlock());
-      Value v = LLVM::LoadOp::create(b_, loc, et, ptr, byteWidth(et), op.getIsVolatile());
-      scf::YieldOp::create(b_, loc, v);
-      b_.setInsertionPointToStart(ifOp.elseBlock());
-      Value o = other ? other : Value(arith::ConstantOp::create(b_, loc, b_.getZeroAttr(et)));
-      scf::YieldOp::create(b_, loc, o);
-    }
-    return ifOp.getResult(0);
+    return maskedLoad(et, ptr, mask, other, op.getIsVolatile(), loc);
   };
   auto rt = dyn_cast<RankedTensorType>(op.getType());
   if (!rt) {
