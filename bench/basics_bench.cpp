@@ -4,6 +4,7 @@
 // the same run. Writes bench/results/basics.json (or the path in argv[1]).
 //
 //   basics_bench [out.json] [commit]
+#include "BenchTiming.h"
 #include "tessera/JIT.h"
 #include "tessera/Runtime.h"
 
@@ -48,22 +49,8 @@ std::vector<float> randomVector(size_t n, std::mt19937 &rng, float lo = -1, floa
   return v;
 }
 
-// Median over `reps` of the mean time of `iters` back-to-back runs, in ms.
 double timeMs(Context &ctx, const std::function<void()> &fn, int iters = 20, int reps = 7) {
-  fn(); // warm-up (module load, first-touch)
-  ctx.synchronize();
-  std::vector<double> t;
-  for (int r = 0; r < reps; ++r) {
-    Event a = ctx.createEvent(), b = ctx.createEvent();
-    a.record(ctx.stream());
-    for (int i = 0; i < iters; ++i)
-      fn();
-    b.record(ctx.stream());
-    b.synchronize();
-    t.push_back(Event::elapsedMs(a, b) / iters);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return tessera::bench::medianMs(ctx, fn, iters, reps);
 }
 
 struct Check {

@@ -3,6 +3,7 @@
 // bench/peers.py runs it next to torch/cuBLAS in the same session.
 //
 //   matmul_bench DT M N K [DT M N K ...]     DT in f32, f16, bf16, i8
+#include "BenchTiming.h"
 #include "tessera/tessera.h"
 
 #include <algorithm>
@@ -48,20 +49,7 @@ std::vector<Config> configsFor(const std::string &dt) {
 
 // Median of 5 timings of `iters` back-to-back launches, in ms per launch.
 double timeMs(Context &ctx, const std::function<void()> &fn, int iters) {
-  fn();
-  ctx.synchronize();
-  std::vector<double> t;
-  for (int r = 0; r < 5; ++r) {
-    Event a = ctx.createEvent(), b = ctx.createEvent();
-    a.record(ctx.stream());
-    for (int i = 0; i < iters; ++i)
-      fn();
-    b.record(ctx.stream());
-    b.synchronize();
-    t.push_back(Event::elapsedMs(a, b) / iters);
-  }
-  std::sort(t.begin(), t.end());
-  return t[2];
+  return tessera::bench::medianMs(ctx, fn, iters, 5);
 }
 
 double toDouble(const uint8_t *p, const std::string &dt) {
