@@ -41,10 +41,14 @@ struct Layout {
   // tm blocks of 64 rows, warp w%4 rows 16*(w%4).. of each block; otherwise a
   // warp's tm tiles are consecutive rows.
   bool wgRows = false;
+  // The mma fields describe the transposed tile (shape[1] x shape[0]): a dot
+  // computed as C^T = B^T A^T (tf32 wgmma with B from registers). Slot
+  // coordinates are swapped; adjacent slots are adjacent rows, so vec = 1.
+  bool transposed = false;
   int64_t slots() const { return mma ? tm * tn * 4 : replicated ? 1 : chunks * vec; }
   bool operator==(const Layout &o) const {
     return shape == o.shape && mma == o.mma && vec == o.vec && replicated == o.replicated &&
-           wm == o.wm && wn == o.wn && wgRows == o.wgRows;
+           wm == o.wm && wn == o.wn && wgRows == o.wgRows && transposed == o.transposed;
   }
   bool operator!=(const Layout &o) const { return !(*this == o); }
 };

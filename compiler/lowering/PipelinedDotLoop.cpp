@@ -157,6 +157,16 @@ Layout wgmmaAccLayout(int64_t BM, int64_t BN, int64_t numWarps) {
   return accLay;
 }
 
+/// The accumulator of C^T = B^T A^T: wgmma's layout of the BN x BM product,
+/// read with rows and columns swapped.
+Layout swappedAccLayout(int64_t BM, int64_t BN, int64_t numWarps) {
+  Layout accLay = wgmmaAccLayout(BN, BM, numWarps);
+  accLay.shape = {BM, BN};
+  accLay.transposed = true;
+  accLay.vec = 1;
+  return accLay;
+}
+
 } // namespace
 
 /// Emits the software pipeline for one matched loop. Outside the anonymous
@@ -164,23 +174,29 @@ Layout wgmmaAccLayout(int64_t BM, int64_t BN, int64_t numWarps) {
 class DotLoopEmitter {
 public:
   DotLoopEmitter(KernelLowering &kl, scf::ForOp op, DotLoop &m, WgmmaKind kind, int stages,
-                 bool wgmma)
+                 bool wgmma, bool swapAB = false)
       : kl_(kl), b_(kl.b_), op_(op), m_(m), loc(op.getLoc()), ctx(kl.b_.getContext()),
         i32(b_.getI32Type()), i64(b_.getI64Type()), ptr3(LLVM::LLVMPointerType::get(ctx, 3)),
         ea(m.dot.getA().getType().getElementType()),
         accTy(m.dot.getAcc().getType().getElementType()), half(kind.half), tf32(kind.tf32),
-        int8(kind.int8), bViaRegs(!half), BM(m.dot.getA().getType().getDimSize(0)),
+        int8(kind.int8), swap(swapAB), bViaRegs(!half && !swap), BM(m.dot.getA().getType().getDimSize(0)),
         BK(m.dot.getA().getType().getDimSize(1)), BN(m.dot.getB().getType().getDimSize(1)),
         eb(ea.getIntOrFloatBitWidth() / 8), vecElems(16 / eb), kPerInst(32 / eb),
         warpgroups(kl.numWarps_ / 4), S(stages), WA(std::min<int64_t>(128, BK * eb)),
         WB(bViaRegs ? WA : std::min<int64_t>(128, BN * eb)), aBytes(BM * BK * eb),
-        bBytes(BK * BN * eb), stageBytes(aBytes + bBytes), rawRow(BN * eb + 16),
+        bBytes(BK * BN * eb), stageBytes(aBytes + bBytes), rawRow(BN * eb + (swap ? 32 : 16)),
         rawBytes(BK * rawRow), stagedBytes(S * aBytes + 3 * bBytes + (S - 2) * rawBytes),
         bStaged(bViaRegs && S >= 4 && kl.smemUsed_ + 1024 + stagedBytes <= kMaxSharedBytes),
-        totalBytes(bStaged ? stagedBytes : S * stageBytes), bLay(copyLayout(m.loadB)),
+        totalBytes(swap      ? S * (aBytes + rawBytes)
+                   : bStaged ? stagedBytes
+                             : S * stageBytes),
+        bLay(copyLayout(m.loadB)),
         bRegs(bLay.chunks), nChunks(BN / vecElems), vt(VectorType::get({vecElems}, ea)),
-        useWgmma(wgmma), accLay(wgmma ? wgmmaAccLayout(BM, BN, kl.numWarps_)
-                                      : mmaLayoutFor(BM, BN, kl.numWarps_).value_or(Layout())), T(accLay.tm), R(accLay.slots()), RB(BN / 2),
+        useWgmma(wgmma || swap),
+        accLay(swap    ? swappedAccLayout(BM, BN, kl.numWarps_)
+               : wgmma ? wgmmaAccLayout(BM, BN, kl.numWarps_)
+                       : mmaLayoutFor(BM, BN, kl.numWarps_).value_or(Layout())),
+        T(accLay.tm), R(accLay.slots()), RB(swap ? BM / 2 : BN / 2),
         accCons(int8 ? "=r," : "=f,") {}
 
   /// Whether the tile sizes, operand contiguity, pointer tiles and shared
@@ -194,7 +210,10 @@ public:
     std::string tile = std::to_string(BM) + "x" + std::to_string(BN) + "x" + std::to_string(BK);
     // wgmma: 64-row blocks per warpgroup, N up to 256. mma.sync: 16-bit
     // operands, an mma layout over the warps, pairs of n8 tiles (ldmatrix.x4).
-    if (useWgmma && (BM % (64 * warpgroups) || BN > 256))
+    if (swap && (BN % (64 * warpgroups) || BM > 256 || BM % 8))
+      return no("B^T A^T wgmma needs BN a multiple of 16 * num_warps and BM <= 256; the tile is " +
+                tile);
+    if (useWgmma && !swap && (BM % (64 * warpgroups) || BN > 256))
       return no("wgmma needs BM a multiple of 16 * num_warps and BN <= 256; the tile is " + tile);
     if (!useWgmma && !half)
       return no("without wgmma only f16/bf16 operands are pipelined (mma.sync)");
@@ -228,8 +247,11 @@ public:
 
   /// One line on what was emitted, for remarks.
   std::string summary() const {
-    std::string what = useWgmma ? "wgmma m64n" + std::to_string(BN) + "k" + std::to_string(kPerInst)
-                                : std::string("mma.sync m16n8k16 with ldmatrix");
+    std::string what =
+        swap       ? "wgmma m64n" + std::to_string(BM) + "k" + std::to_string(kPerInst) +
+                   " computing C^T = B^T A^T, B^T from registers"
+        : useWgmma ? "wgmma m64n" + std::to_string(BN) + "k" + std::to_string(kPerInst)
+                   : std::string("mma.sync m16n8k16 with ldmatrix");
     std::string b = !bViaRegs ? "" : bStaged ? ", B staged and transposed in shared memory"
                                              : ", B through registers";
     return what + ", " + std::to_string(S) + " stages" + b;
@@ -246,10 +268,16 @@ public:
     SmallVector<Value> acc0 = kl_.materializeIn(op_.getInitArgs()[m_.accIndex], accLay, loc);
     if (!emitPrologue())
       return false;
-    scf::ForOp loop = emitLoop(acc0);
-    if (!loop)
-      return false;
-    SmallVector<Value> accs(loop.getResults().begin(), loop.getResults().end());
+    SmallVector<Value> accs;
+    if (swap) {
+      if (!emitSwapLoop(acc0, accs))
+        return false;
+    } else {
+      scf::ForOp loop = emitLoop(acc0);
+      if (!loop)
+        return false;
+      accs.assign(loop.getResults().begin(), loop.getResults().end());
+    }
     if (useWgmma)
       accs = waitAcc(accs, 0);
     asmCall({}, {}, "cp.async.wait_group 0;", "~{memory}");
@@ -277,6 +305,11 @@ private:
   const Type ea;    // operand element type
   const Type accTy; // accumulator element type
   const bool half, tf32, int8;
+  // tf32 as C^T = B^T A^T: B^T is wgmma's A operand, loaded into registers
+  // from a padded row-major copy of B (any layout will do for registers), and
+  // A's K-major stage is wgmma's B operand. Nothing is transposed in shared
+  // memory; the accumulator is the transposed mma layout.
+  const bool swap;
   const bool bViaRegs;
   const int64_t BM, BK, BN;
   const int64_t eb; // operand element bytes
@@ -639,11 +672,15 @@ private:
         arith::AddIOp::create(b_, loc, c32(base),
                               arith::MulIOp::create(b_, loc, slot, c32(bytes))));
   }
-  Value aStage(Value j) { return bStaged ? addr(0, j, S, aBytes) : addr(0, j, S, stageBytes); }
+  Value aStage(Value j) {
+    return bStaged || swap ? addr(0, j, S, aBytes) : addr(0, j, S, stageBytes);
+  }
   Value bStage(Value j) {
     return bStaged ? addr(S * aBytes, j, 3, bBytes) : addr(aBytes, j, S, stageBytes);
   }
-  Value rawStage(Value j) { return addr(S * aBytes + 3 * bBytes, j, S - 2, rawBytes); }
+  Value rawStage(Value j) {
+    return swap ? addr(S * aBytes, j, S, rawBytes) : addr(S * aBytes + 3 * bBytes, j, S - 2, rawBytes);
+  }
   // B staged: byte offset of (row, byte in row) in a padded row-major staging slot.
   Value rowMajorRaw(Value r, Value colByte) {
     return arith::AddIOp::create(b_, loc, arith::MulIOp::create(b_, loc, r, c32(rawRow)), colByte);
@@ -657,7 +694,7 @@ private:
     b_.setInsertionPointToStart(ifOp.thenBlock());
     bool ok = bindIteration(j);
     ok = ok && issueCopy(m_.loadA, aStage(j), swizzledIn(BM, WA));
-    if (bStaged)
+    if (bStaged || swap)
       ok = ok && issueCopy(m_.loadB, rawStage(j),
                            [this](Value r, Value colByte) { return rowMajorRaw(r, colByte); });
     else if (bViaRegs)
@@ -888,6 +925,121 @@ private:
     return loop;
   }
 
+  // One iteration of the C^T = B^T A^T loop on stage i: B^T fragments into
+  // registers, the wgmmas, then iteration i + S - 2's copies. `fragOff` is the
+  // thread's byte offset in a B copy (see emitSwapLoop).
+  bool emitSwapIteration(Value i, Value fragOff, SmallVector<Value> &accs) {
+    asmCall({}, {}, "cp.async.wait_group " + std::to_string(S - 3) + ";", "~{memory}");
+    asmCall({}, {}, "fence.proxy.async.shared::cta;", "~{memory}"); // cold copies of A
+    kl_.barrier(loc);
+    // Per k8 step and 64-row block of B^T: (n, k) = (g, c), (g + 8, c),
+    // (g, c + 4), (g + 8, c + 4), g = lane / 4 of the warp's 16 rows, c = lane % 4.
+    // B's copy has rows of BN + 8 words, so the 4 K rows x 8 N columns a load
+    // touches fall in 32 distinct banks.
+    Value frag = arith::AddIOp::create(b_, loc, rawStage(i), fragOff);
+    auto loadFrags = [&](int64_t kk) {
+      SmallVector<Value> regs;
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t q = 0; q < 4; ++q) {
+          int64_t off = (kk * 8 + (q >= 2 ? 4 : 0)) * rawRow + (t * 64 + (q & 1) * 8) * 4;
+          Value at = arith::AddIOp::create(b_, loc, frag, c32(off));
+          regs.push_back(
+              LLVM::LoadOp::create(b_, loc, i32, LLVM::IntToPtrOp::create(b_, loc, ptr3, at), 4));
+        }
+      return regs;
+    };
+    std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(RB + 5) +
+                       ", 0;\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(BM) +
+                       "k8.f32.tf32.tf32 {";
+    for (int64_t r = 0; r < RB; ++r)
+      text += "$" + std::to_string(r) + (r + 1 < RB ? "," : "");
+    text += "}, {$" + std::to_string(RB) + ",$" + std::to_string(RB + 1) + ",$" +
+            std::to_string(RB + 2) + ",$" + std::to_string(RB + 3) + "}, $" +
+            std::to_string(RB + 4) + ", p, 1, 1;\n}";
+    std::string cons;
+    for (int64_t r = 0; r < RB; ++r)
+      cons += "=f,";
+    cons += "r,r,r,r,l,r";
+    for (int64_t r = 0; r < RB; ++r)
+      cons += "," + std::to_string(r);
+    Value sA = aStage(i);
+    for (int64_t kk = 0; kk < BK / 8; ++kk) {
+      SmallVector<Value> regs = loadFrags(kk);
+      // wgmma.fence orders these register writes before the wgmmas read them.
+      asmCall({}, {}, "wgmma.fence.sync.aligned;", "~{memory}");
+      int64_t kb = kk * 32; // bytes of K
+      Value aDesc =
+          desc(arith::AddIOp::create(b_, loc, sA, c32(kb / WA * (BM * WA) + kb % WA)),
+               descHigh(16, 8 * WA, WA));
+      for (int64_t t = 0; t < T; ++t) {
+        SmallVector<Value> operands(regs.begin() + t * 4, regs.begin() + (t + 1) * 4);
+        operands.push_back(aDesc);
+        operands.push_back(c32(1));
+        operands.append(accs.begin() + t * RB, accs.begin() + (t + 1) * RB);
+        auto mma = asmCall(SmallVector<Type>(RB, accTy), operands, text, cons + ",~{memory}");
+        for (int64_t r = 0; r < RB; ++r)
+          accs[t * RB + r] =
+              LLVM::ExtractValueOp::create(b_, loc, mma.getResult(0), ArrayRef<int64_t>{r});
+      }
+    }
+    asmCall({}, {}, "wgmma.commit_group.sync.aligned;", "~{memory}");
+    if (!issueIteration(arith::AddIOp::create(b_, loc, i, c32(S - 2)), {}))
+      return false;
+    commitCopies();
+    accs = waitAcc(accs, 1);
+    return true;
+  }
+
+  // The C^T = B^T A^T loop. wgmma reads its register operands asynchronously,
+  // and one group stays in flight across iterations: the body is unrolled by
+  // two so that consecutive iterations load their fragments into different
+  // registers (a loop body redefining them while the previous group still
+  // reads them would make ptxas serialize the wgmmas). An odd last iteration
+  // follows the loop.
+  bool emitSwapLoop(ValueRange acc0, SmallVector<Value> &accs) {
+    Value lane = arith::AndIOp::create(b_, loc, kl_.tid_, c32(31));
+    Value warp = arith::ShRUIOp::create(b_, loc, kl_.tid_, c32(5));
+    Value nRow = arith::AddIOp::create(
+        b_, loc,
+        arith::AddIOp::create(
+            b_, loc,
+            arith::MulIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, warp, c32(2)),
+                                  c32(T * 64)),
+            arith::MulIOp::create(b_, loc, arith::AndIOp::create(b_, loc, warp, c32(3)), c32(16))),
+        arith::ShRUIOp::create(b_, loc, lane, c32(2)));
+    Value fragOff = arith::AddIOp::create(
+        b_, loc,
+        arith::MulIOp::create(b_, loc, arith::AndIOp::create(b_, loc, lane, c32(3)), c32(rawRow)),
+        arith::MulIOp::create(b_, loc, nRow, c32(4)));
+    Value pairs = arith::ShRUIOp::create(b_, loc, n, c32(1));
+    auto loop = scf::ForOp::create(b_, loc, c32(0), pairs, c32(1), acc0);
+    {
+      OpBuilder::InsertionGuard g(b_);
+      kl_.enterLoopBody(loop);
+      Value i = arith::ShLIOp::create(b_, loc, loop.getInductionVar(), c32(1));
+      SmallVector<Value> body(loop.getRegionIterArgs().begin(), loop.getRegionIterArgs().end());
+      if (!emitSwapIteration(i, fragOff, body) ||
+          !emitSwapIteration(arith::AddIOp::create(b_, loc, i, c32(1)), fragOff, body))
+        return false;
+      scf::YieldOp::create(b_, loc, body);
+    }
+    Value odd = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::ne,
+                                      arith::AndIOp::create(b_, loc, n, c32(1)), c32(0));
+    auto last = scf::IfOp::create(b_, loc, SmallVector<Type>(R, accTy), odd, true, true);
+    {
+      OpBuilder::InsertionGuard g(b_);
+      b_.setInsertionPointToStart(last.elseBlock());
+      scf::YieldOp::create(b_, loc, loop.getResults());
+      b_.setInsertionPointToStart(last.thenBlock());
+      SmallVector<Value> tail(loop.getResults().begin(), loop.getResults().end());
+      if (!emitSwapIteration(arith::SubIOp::create(b_, loc, n, c32(1)), fragOff, tail))
+        return false;
+      scf::YieldOp::create(b_, loc, tail);
+    }
+    accs.assign(last.getResults().begin(), last.getResults().end());
+    return true;
+  }
+
   // Results: the accumulator in its mma layout; pointer tiles advanced n steps.
   void bindResults(ArrayRef<Value> accs) {
     for (auto [idx, res] : llvm::enumerate(op_.getResults())) {
@@ -942,11 +1094,14 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
   // asked for when those do not fit in shared memory, the loop still pipelines.
   bool wgmmaTarget = arch_ == "sm_90a" && (numWarps_ == 4 || numWarps_ == 8 || numWarps_ == 16);
   std::string why;
-  for (bool wgmma : {true, false}) {
-    if ((wgmma && !wgmmaTarget) || (!wgmma && !kind->half))
+  // tf32 tries C^T = B^T A^T first (no shared-memory transpose of B).
+  enum Path { Swapped, Wgmma, MmaSync };
+  for (Path path : {Swapped, Wgmma, MmaSync}) {
+    bool wgmma = path != MmaSync;
+    if ((wgmma && !wgmmaTarget) || (!wgmma && !kind->half) || (path == Swapped && !kind->tf32))
       continue;
     for (int stages = numStages_; stages >= 3; --stages) {
-      DotLoopEmitter emitter(*this, op, *m, *kind, stages, wgmma);
+      DotLoopEmitter emitter(*this, op, *m, *kind, stages, wgmma, path == Swapped);
       if (emitter.applies()) {
         remark(op, "dot loop pipelined: " + emitter.summary());
         return emitter.emit();

@@ -39,7 +39,8 @@ using namespace detail;
 
 ArrayRef<Value> KernelLowering::coords(const Layout &l, int64_t s) {
   std::vector<int64_t> key(l.shape.begin(), l.shape.end());
-  key.push_back(l.mma ? l.wm * 1000 + l.wn + (l.wgRows ? 100000 : 0) : -1);
+  key.push_back(l.mma ? l.wm * 1000 + l.wn + (l.wgRows ? 100000 : 0) + (l.transposed ? 200000 : 0)
+                     : -1);
   key.push_back(l.vec);
   auto it = coordCache_.find({key, s});
   if (it != coordCache_.end())
@@ -72,6 +73,8 @@ ArrayRef<Value> KernelLowering::coords(const Layout &l, int64_t s) {
             b_, loc,
             arith::ShLIOp::create(b_, loc, arith::AndIOp::create(b_, loc, lane, i32c(3, loc)), i32c(1, loc)),
             i32c(j * 8 + (q & 1), loc)));
+    if (l.transposed)
+      std::swap(row, col);
     return coordCache_[{key, s}] = SmallVector<Value>{row, col};
   }
   Value flat;
