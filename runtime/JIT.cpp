@@ -56,7 +56,9 @@ detail::KernelVariant buildVariant(const GpuBuild &g, const ArgFacts &facts) {
     e.signature = g.signature;
     e.target = target;
     e.sharedMemoryBytes = uint64_t(r.sharedBytes[g.kernel]);
-    e.numWarps = unsigned(co.numWarps);
+    // The block's warps: num_warps plus any producer warps the lowering added.
+    auto bw = r.blockWarps.find(g.kernel);
+    e.numWarps = unsigned(bw != r.blockWarps.end() ? bw->second : co.numWarps);
     e.payloadFormat = "ptx";
     e.payload = std::move(ptx);
     return e;
@@ -69,6 +71,7 @@ detail::KernelVariant buildVariant(const GpuBuild &g, const ArgFacts &facts) {
     in.constexprs = g.signature.constexprs;
     in.options = {{"num_warps", std::to_string(g.options.numWarps)},
                   {"num_stages", std::to_string(g.options.numStages)},
+                  {"warp_specialize", g.options.warpSpecialize ? "1" : "0"},
                   {"emit", "ptx"}};
     addArgFacts(in, facts);
     in.compilerVersion = compilerVersion();
@@ -81,7 +84,8 @@ detail::KernelVariant buildVariant(const GpuBuild &g, const ArgFacts &facts) {
     entry = std::make_shared<const CacheEntry>(build());
   }
   Module m(g.backend, ModuleImage{ModuleFormat::Ptx, entry->payload});
-  return detail::KernelVariant{m.function(g.kernel), size_t(entry->sharedMemoryBytes)};
+  return detail::KernelVariant{m.function(g.kernel), size_t(entry->sharedMemoryBytes),
+                               entry->numWarps};
 }
 
 Kernel compileImpl(Context &ctx, const std::string &path, const std::string *text,
@@ -106,6 +110,7 @@ Kernel compileImpl(Context &ctx, const std::string &path, const std::string *tex
   co.arch = target;
   co.numWarps = options.numWarps;
   co.numStages = options.numStages;
+  co.warpSpecialize = options.warpSpecialize;
   if (options.numStages < 1 || options.numStages > 8)
     throw Error("num_stages must be from 1 to 8, got " + std::to_string(options.numStages));
   // The interpreter reads the tile IR text; keep its locations so that its

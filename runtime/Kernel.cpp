@@ -106,7 +106,8 @@ void Kernel::launchWithArgs(const Stream &stream, Grid grid,
   checkLaunchArgs(signature_, args);
   if (variants_) {
     const detail::KernelVariant &v = variants_->get(variants_->keyOf(args));
-    v.function.launch(stream, grid, block(), v.sharedMemoryBytes, args);
+    Block b = v.blockWarps ? Block{v.blockWarps * 32u, 1, 1} : block();
+    v.function.launch(stream, grid, b, v.sharedMemoryBytes, args);
     return;
   }
   function_.launch(stream, grid, block(), config_.sharedMemoryBytes, args);

@@ -172,15 +172,19 @@ static CompileResult compileImpl(const std::string &path, const std::string *tex
     lo.numWarps = options.numWarps;
     lo.arch = options.arch;
     lo.numStages = options.numStages;
+    lo.warpSpecialize = options.warpSpecialize;
     lo.remarks = &r.remarks;
     if (!lowering::lowerTileToNVVM(*fr.module, lo, error) || failed(verify(*fr.module))) {
       r.ok = false;
       r.diagnostics = (error.empty() ? std::string("error: GPU lowering produced invalid IR") : error) + "\n";
       return r;
     }
-    for (auto fn : fr.module->getOps<func::FuncOp>())
+    for (auto fn : fr.module->getOps<func::FuncOp>()) {
       if (auto attr = fn->getAttrOfType<IntegerAttr>("tessera.shared_bytes"))
         r.sharedBytes[fn.getName().str()] = attr.getInt();
+      if (auto attr = fn->getAttrOfType<IntegerAttr>("tessera.num_warps"))
+        r.blockWarps[fn.getName().str()] = attr.getInt();
+    }
     llvm::raw_string_ostream os(r.gpuIR);
     fr.module->print(os);
   }

@@ -127,7 +127,7 @@ public:
   KernelLowering(ModuleOp module, func::FuncOp src, const LoweringOptions &opts)
       : module_(module), src_(src), b_(module.getContext()), axis_(src),
         numWarps_(opts.numWarps), threads_(32 * opts.numWarps), arch_(opts.arch),
-        numStages_(opts.numStages), remarks_(opts.remarks) {}
+        numStages_(opts.numStages), warpSpecialize_(opts.warpSpecialize), remarks_(opts.remarks) {}
 
   bool run(std::string &error);
 
@@ -195,7 +195,17 @@ private:
   Value smemBase(int64_t offsetBytes, Location loc);
   int64_t allocSmem(int64_t bytes);
   Value smemPtr(Value base, Value index, Type elemTy, Location loc);
-  void barrier(Location loc) { NVVM::Barrier0Op::create(b_, loc); }
+  void barrier(Location loc) {
+    if (!barrierThreads_) {
+      NVVM::Barrier0Op::create(b_, loc);
+      return;
+    }
+    LLVM::InlineAsmOp::create(b_, loc, Type(), ValueRange{},
+                              "bar.sync 1, " + std::to_string(barrierThreads_) + ";", "~{memory}",
+                              /*has_side_effects=*/true, /*is_align_stack=*/false,
+                              LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
+                              ArrayAttr());
+  }
   /// How a contiguous group of `vec` lanes may be accessed as one vector.
   struct VectorPlan {
     bool contiguous = false; // proven consecutive addresses
@@ -301,6 +311,13 @@ private:
   int64_t threads_;
   std::string arch_;
   int numStages_;
+  bool warpSpecialize_;
+  // After a warp-specialized loop the producer warps have exited: barriers
+  // then name barrier 1 with this many threads (0: bar.sync 0, all threads).
+  int64_t barrierThreads_ = 0;
+  // Whether code before the current op read or wrote memory (producer warps
+  // of a warp-specialized loop run that code with thread ids past the layouts).
+  bool touchedMemory_ = false;
   std::vector<std::string> *remarks_;
   Value tid_;
   LLVM::GlobalOp smemGlobal_;

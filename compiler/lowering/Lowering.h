@@ -16,6 +16,8 @@ struct LoweringOptions {
   std::string arch;
   /// Pipeline depth for loops feeding `dot` (1 = no pipelining).
   int numStages = 4;
+  /// Warp-specialize pipelined dot loops where possible (sm_90a).
+  bool warpSpecialize = true;
   /// When set, receives one "file:line:col: remark: ..." line per loop that
   /// feeds a `dot`: how it was pipelined, or why not.
   std::vector<std::string> *remarks = nullptr;

@@ -859,17 +859,45 @@ private:
     }
   }
 
-  scf::ForOp emitLoop(ValueRange acc0) {
+  // The byte offset of the warpgroup's rows in an A stage.
+  Value wgRowBytes() {
+    Value warp = arith::ShRUIOp::create(b_, loc, kl_.tid_, c32(5));
+    return arith::MulIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, warp, c32(2)),
+                                 c32(T * 64 * WA));
+  }
+  // The warpgroup's wgmmas on stage i, as one committed group.
+  void issueWgmmas(Value i, Value rowBytes, SmallVector<Value> &accs) {
     // A is K-major (leading offset unused with swizzling); B is N-major: its
     // W-byte column blocks are BK * W bytes apart.
     int64_t highA = descHigh(16, 8 * WA, WA);
     int64_t highB = bViaRegs ? descHigh(16, 8 * WB, WB) : descHigh(BK * WB, 8 * WB, WB);
     std::string mmaText = wgmmaText(), mmaCons = wgmmaConstraints();
+    Value sB = bStage(i);
+    Value sAw = arith::AddIOp::create(b_, loc, aStage(i), rowBytes);
+    asmCall({}, {}, "wgmma.fence.sync.aligned;", "~{memory}");
+    for (int64_t kk = 0; kk < BK / kPerInst; ++kk) {
+      int64_t kb = kk * 32;
+      // B: 16 rows of K further (N-major), or 32 bytes along K (K-major).
+      Value bDesc =
+          desc(arith::AddIOp::create(b_, loc, sB,
+                                     c32(bViaRegs ? kb / WB * (BN * WB) + kb % WB : kk * 16 * WB)),
+               highB);
+      for (int64_t t = 0; t < T; ++t) { // the warpgroup's 64-row blocks
+        Value aAddr =
+            arith::AddIOp::create(b_, loc, sAw, c32(kb / WA * (BM * WA) + kb % WA + t * 64 * WA));
+        SmallVector<Value> operands{desc(aAddr, highA), bDesc, c32(1)};
+        operands.append(accs.begin() + t * RB, accs.begin() + (t + 1) * RB);
+        auto mma = asmCall(SmallVector<Type>(RB, accTy), operands, mmaText, mmaCons + ",~{memory}");
+        for (int64_t r = 0; r < RB; ++r)
+          accs[t * RB + r] =
+              LLVM::ExtractValueOp::create(b_, loc, mma.getResult(0), ArrayRef<int64_t>{r});
+      }
+    }
+    asmCall({}, {}, "wgmma.commit_group.sync.aligned;", "~{memory}");
+  }
 
-    Value warp = arith::ShRUIOp::create(b_, loc, kl_.tid_, c32(5));
-    Value wgRowBytes = arith::MulIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, warp, c32(2)),
-                                             c32(T * 64 * WA));
-
+  scf::ForOp emitLoop(ValueRange acc0) {
+    Value rowBytes = wgRowBytes();
     auto loop = scf::ForOp::create(b_, loc, c32(0), n, c32(1), acc0);
     OpBuilder::InsertionGuard g(b_);
     kl_.enterLoopBody(loop);
@@ -893,29 +921,8 @@ private:
       scf::YieldOp::create(b_, loc, accs);
       return loop;
     }
-    Value sB = bStage(i);
-    Value sAw = arith::AddIOp::create(b_, loc, aStage(i), wgRowBytes);
-    asmCall({}, {}, "wgmma.fence.sync.aligned;", "~{memory}");
     SmallVector<Value> accs(loop.getRegionIterArgs().begin(), loop.getRegionIterArgs().end());
-    for (int64_t kk = 0; kk < BK / kPerInst; ++kk) {
-      int64_t kb = kk * 32;
-      // B: 16 rows of K further (N-major), or 32 bytes along K (K-major).
-      Value bDesc =
-          desc(arith::AddIOp::create(b_, loc, sB,
-                                     c32(bViaRegs ? kb / WB * (BN * WB) + kb % WB : kk * 16 * WB)),
-               highB);
-      for (int64_t t = 0; t < T; ++t) { // the warpgroup's 64-row blocks
-        Value aAddr =
-            arith::AddIOp::create(b_, loc, sAw, c32(kb / WA * (BM * WA) + kb % WA + t * 64 * WA));
-        SmallVector<Value> operands{desc(aAddr, highA), bDesc, c32(1)};
-        operands.append(accs.begin() + t * RB, accs.begin() + (t + 1) * RB);
-        auto mma = asmCall(SmallVector<Type>(RB, accTy), operands, mmaText, mmaCons + ",~{memory}");
-        for (int64_t r = 0; r < RB; ++r)
-          accs[t * RB + r] =
-              LLVM::ExtractValueOp::create(b_, loc, mma.getResult(0), ArrayRef<int64_t>{r});
-      }
-    }
-    asmCall({}, {}, "wgmma.commit_group.sync.aligned;", "~{memory}");
+    issueWgmmas(i, rowBytes, accs);
     if (!issueIteration(j, bVals))
       return {};
     commitCopies();
@@ -932,6 +939,16 @@ private:
     asmCall({}, {}, "cp.async.wait_group " + std::to_string(S - 3) + ";", "~{memory}");
     asmCall({}, {}, "fence.proxy.async.shared::cta;", "~{memory}"); // cold copies of A
     kl_.barrier(loc);
+    issueSwapWgmmas(i, fragOff, accs);
+    if (!issueIteration(arith::AddIOp::create(b_, loc, i, c32(S - 2)), {}))
+      return false;
+    commitCopies();
+    accs = waitAcc(accs, 1);
+    return true;
+  }
+  // The B^T fragments of stage i and the warpgroup's wgmmas on it, as one
+  // committed group.
+  void issueSwapWgmmas(Value i, Value fragOff, SmallVector<Value> &accs) {
     // Per k8 step and 64-row block of B^T: (n, k) = (g, c), (g + 8, c),
     // (g, c + 4), (g + 8, c + 4), g = lane / 4 of the warp's 16 rows, c = lane % 4.
     // B's copy has rows of BN + 8 words, so the 4 K rows x 8 N columns a load
@@ -983,11 +1000,6 @@ private:
       }
     }
     asmCall({}, {}, "wgmma.commit_group.sync.aligned;", "~{memory}");
-    if (!issueIteration(arith::AddIOp::create(b_, loc, i, c32(S - 2)), {}))
-      return false;
-    commitCopies();
-    accs = waitAcc(accs, 1);
-    return true;
   }
 
   // The C^T = B^T A^T loop. wgmma reads its register operands asynchronously,
@@ -996,7 +1008,8 @@ private:
   // registers (a loop body redefining them while the previous group still
   // reads them would make ptxas serialize the wgmmas). An odd last iteration
   // follows the loop.
-  bool emitSwapLoop(ValueRange acc0, SmallVector<Value> &accs) {
+  // The thread's byte offset of its B^T fragments in a B copy.
+  Value swapFragOffset() {
     Value lane = arith::AndIOp::create(b_, loc, kl_.tid_, c32(31));
     Value warp = arith::ShRUIOp::create(b_, loc, kl_.tid_, c32(5));
     Value nRow = arith::AddIOp::create(
@@ -1007,10 +1020,20 @@ private:
                                   c32(T * 64)),
             arith::MulIOp::create(b_, loc, arith::AndIOp::create(b_, loc, warp, c32(3)), c32(16))),
         arith::ShRUIOp::create(b_, loc, lane, c32(2)));
-    Value fragOff = arith::AddIOp::create(
+    return arith::AddIOp::create(
         b_, loc,
         arith::MulIOp::create(b_, loc, arith::AndIOp::create(b_, loc, lane, c32(3)), c32(rawRow)),
         arith::MulIOp::create(b_, loc, nRow, c32(4)));
+  }
+  bool emitSwapLoop(ValueRange acc0, SmallVector<Value> &accs) {
+    Value fragOff = swapFragOffset();
+    return emitUnrolledLoop(acc0, accs, [&](Value i, SmallVector<Value> &a) {
+      return emitSwapIteration(i, fragOff, a);
+    });
+  }
+  // for i in [0, n): iteration(i), unrolled by two, the odd last one after.
+  bool emitUnrolledLoop(ValueRange acc0, SmallVector<Value> &accs,
+                        const std::function<bool(Value, SmallVector<Value> &)> &iteration) {
     Value pairs = arith::ShRUIOp::create(b_, loc, n, c32(1));
     auto loop = scf::ForOp::create(b_, loc, c32(0), pairs, c32(1), acc0);
     {
@@ -1018,8 +1041,7 @@ private:
       kl_.enterLoopBody(loop);
       Value i = arith::ShLIOp::create(b_, loc, loop.getInductionVar(), c32(1));
       SmallVector<Value> body(loop.getRegionIterArgs().begin(), loop.getRegionIterArgs().end());
-      if (!emitSwapIteration(i, fragOff, body) ||
-          !emitSwapIteration(arith::AddIOp::create(b_, loc, i, c32(1)), fragOff, body))
+      if (!iteration(i, body) || !iteration(arith::AddIOp::create(b_, loc, i, c32(1)), body))
         return false;
       scf::YieldOp::create(b_, loc, body);
     }
@@ -1032,7 +1054,7 @@ private:
       scf::YieldOp::create(b_, loc, loop.getResults());
       b_.setInsertionPointToStart(last.thenBlock());
       SmallVector<Value> tail(loop.getResults().begin(), loop.getResults().end());
-      if (!emitSwapIteration(arith::SubIOp::create(b_, loc, n, c32(1)), fragOff, tail))
+      if (!iteration(arith::SubIOp::create(b_, loc, n, c32(1)), tail))
         return false;
       scf::YieldOp::create(b_, loc, tail);
     }

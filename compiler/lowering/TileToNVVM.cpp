@@ -336,9 +336,11 @@ bool KernelLowering::run(std::string &error) {
 }
 
 bool KernelLowering::lowerBlock(Block &blk) {
-  for (Operation &op : blk)
+  for (Operation &op : blk) {
     if (!lowerOp(&op))
       return false;
+    touchedMemory_ |= !isMemoryEffectFree(&op);
+  }
   return true;
 }
 

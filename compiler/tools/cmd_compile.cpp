@@ -38,6 +38,8 @@ options:
                      or another sm_NN[a] that LLVM and ptxas know
   --num-warps N      warps per program instance (power of two, default 4)
   --num-stages N     shared-memory stages for loops feeding dot (1..8, default 4)
+  --no-warp-specialize  every warp copies and multiplies in pipelined dot loops
+                     (default on sm_90a: a producer warpgroup copies)
   --remarks          print to stderr, for each loop that computes a dot, how it was
                      software-pipelined or why not (with --emit other than tile)
   -o PATH            write the output to PATH instead of stdout
@@ -90,6 +92,8 @@ int cmdCompile(int argc, char **argv) {
     } else if (args.value("--num-stages", v)) {
       if (!parseNumStages(v, opts.numStages, err))
         return usageError(err, kCompileHelp);
+    } else if (a == "--no-warp-specialize") {
+      opts.warpSpecialize = false;
     } else if (a == "--remarks") {
       remarks = true;
     } else if (a == "--no-opt") {

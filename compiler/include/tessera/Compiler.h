@@ -31,6 +31,12 @@ struct CompileOptions {
   /// operands of `dot` (1 = no pipelining). An upper bound: fewer (down to 3)
   /// are used when they do not fit in shared memory.
   int numStages = 4;
+  /// On sm_90a, let a pipelined dot loop run its copies in a producer
+  /// warpgroup added to the block (warp specialization), with the num_warps
+  /// warps only waiting on mbarriers and issuing wgmma. Used when the loop's
+  /// copies need no element-wise path and nothing before it touches memory;
+  /// the remark says so. false: every warp copies and multiplies.
+  bool warpSpecialize = true;
   /// Facts assumed about integer (i32/i64) runtime parameters, by name
   /// (specialization, see docs/api.md). EqualsOne replaces the parameter's
   /// uses by the constant 1; DivisibleBy16 lets the axis analysis treat it as
@@ -59,6 +65,9 @@ struct CompileResult {
   std::vector<std::string> remarks;
   /// With lowerToGPU: dynamic shared memory each kernel needs at launch, by name.
   std::map<std::string, int64_t> sharedBytes;
+  /// Per kernel: the warps its block is launched with. More than num_warps
+  /// when a dot loop is warp-specialized (a producer warpgroup is added).
+  std::map<std::string, int64_t> blockWarps;
   /// (path, text) of the main file and every file it imports (for cache keys).
   std::vector<std::pair<std::string, std::string>> sources;
 };

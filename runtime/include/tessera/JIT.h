@@ -27,6 +27,8 @@ struct JitOptions {
   /// Shared-memory stages of the software pipeline for loops feeding `dot`
   /// (1 = none).
   int numStages = 4;
+  /// Warp-specialize pipelined dot loops on sm_90a (CompileOptions::warpSpecialize).
+  bool warpSpecialize = true;
   /// Extra directories for `from "x.tile" import ...`.
   std::vector<std::string> importPaths;
   /// Use the in-memory and on-disk kernel cache ($TESSERA_CACHE_DIR).

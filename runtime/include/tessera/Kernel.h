@@ -46,6 +46,9 @@ namespace detail {
 struct KernelVariant {
   Function function;
   size_t sharedMemoryBytes = 0;
+  /// Warps of the launched block when the code needs more than num_warps
+  /// (a warp-specialized loop adds producer warps); 0: num_warps.
+  unsigned blockWarps = 0;
 };
 
 /// The variants of a specializing kernel, by fact set; built on a miss with
