@@ -102,7 +102,8 @@ int main(int argc, char **argv) {
                  "  env TESSERA_MATMUL_FILE: kernel file (default kernels_dsl/basics/matmul.tile)\n"
                  "  env MATMUL_CONFIGS=i,j,...: only these entries of the config list\n"
                  "  env MATMUL_EXTRA=\"BM,BN,BK,GROUP,warps,stages;...\": more configs to try\n"
-                 "  env MATMUL_ARCH=sm_NN: compile for that target instead of the device's\n";
+                 "  env MATMUL_ARCH=sm_NN: compile for that target instead of the device's\n"
+                 "  env MATMUL_WS=0: no warp specialization (every warp copies and multiplies)\n";
     return 2;
   }
   std::string kernels = std::getenv("TESSERA_KERNELS_DIR") ? std::getenv("TESSERA_KERNELS_DIR")
@@ -168,6 +169,9 @@ int main(int argc, char **argv) {
         JitOptions o;
         o.numWarps = cfg.warps;
         o.numStages = cfg.stages;
+        // MATMUL_WS=0: every warp copies and multiplies (no producer warpgroup).
+        if (const char *w = std::getenv("MATMUL_WS"))
+          o.warpSpecialize = std::string(w) != "0";
         if (const char *a = std::getenv("MATMUL_ARCH")) // e.g. sm_90: the mma.sync pipeline
           o.arch = a;
         std::map<std::string, ConstexprValue> cx = {

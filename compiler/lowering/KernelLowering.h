@@ -315,6 +315,10 @@ private:
   // After a warp-specialized loop the producer warps have exited: barriers
   // then name barrier 1 with this many threads (0: bar.sync 0, all threads).
   int64_t barrierThreads_ = 0;
+  // Warps a warp-specialized loop adds to the block, and the register cap at
+  // entry that its setmaxnreg needs (0: none).
+  int64_t extraWarps_ = 0;
+  int64_t maxRegs_ = 0;
   // Whether code before the current op read or wrote memory (producer warps
   // of a warp-specialized loop run that code with thread ids past the layouts).
   bool touchedMemory_ = false;

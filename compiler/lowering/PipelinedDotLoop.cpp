@@ -174,12 +174,12 @@ Layout swappedAccLayout(int64_t BM, int64_t BN, int64_t numWarps) {
 class DotLoopEmitter {
 public:
   DotLoopEmitter(KernelLowering &kl, scf::ForOp op, DotLoop &m, WgmmaKind kind, int stages,
-                 bool wgmma, bool swapAB = false)
+                 bool wgmma, bool swapAB = false, bool warpSpecialized = false)
       : kl_(kl), b_(kl.b_), op_(op), m_(m), loc(op.getLoc()), ctx(kl.b_.getContext()),
         i32(b_.getI32Type()), i64(b_.getI64Type()), ptr3(LLVM::LLVMPointerType::get(ctx, 3)),
         ea(m.dot.getA().getType().getElementType()),
         accTy(m.dot.getAcc().getType().getElementType()), half(kind.half), tf32(kind.tf32),
-        int8(kind.int8), swap(swapAB), bViaRegs(!half && !swap), BM(m.dot.getA().getType().getDimSize(0)),
+        int8(kind.int8), swap(swapAB), ws(warpSpecialized), bViaRegs(!half && !swap), BM(m.dot.getA().getType().getDimSize(0)),
         BK(m.dot.getA().getType().getDimSize(1)), BN(m.dot.getB().getType().getDimSize(1)),
         eb(ea.getIntOrFloatBitWidth() / 8), vecElems(16 / eb), kPerInst(32 / eb),
         warpgroups(kl.numWarps_ / 4), S(stages), WA(std::min<int64_t>(128, BK * eb)),
@@ -235,12 +235,34 @@ public:
         return no("a carried pointer tile does not start from index arithmetic");
     }
     // Too large for this many stages (the caller tries fewer).
-    if (kl_.smemUsed_ + 1024 + totalBytes > kMaxSharedBytes)
+    if (kl_.smemUsed_ + 1024 + allocBytes() > kMaxSharedBytes)
       return no(std::to_string(S) + " stages of the " + tile + " tile need " +
-                std::to_string(totalBytes) + " bytes of shared memory; the limit is " +
+                std::to_string(allocBytes()) + " bytes of shared memory; the limit is " +
                 std::to_string(kMaxSharedBytes));
+    return !ws || wsApplies(no);
+  }
+
+  // Warp specialization's own conditions (after the pipeline's).
+  bool wsApplies(const std::function<bool(std::string)> &no) {
+    if (!useWgmma || bViaRegs || (kl_.numWarps_ != 4 && kl_.numWarps_ != 8))
+      return no("warp specialization needs wgmma with B read from its copy, and 4 or 8 warps");
+    // Producer threads run the code before the loop with thread ids past
+    // every layout, and exit after it.
+    if (op_->getParentOp() != kl_.src_.getOperation() || kl_.touchedMemory_ || kl_.smemUsed_)
+      return no("warp specialization needs the loop at the kernel's top level, after code that "
+                "touches no memory");
+    for (tile::LoadOp ld : {m_.loadA, m_.loadB}) {
+      bool aligned = kl_.axis_.get(ld.getPtr()).divisibility.back() >= 16;
+      bool maskWhole = !ld.getMask() || kl_.axis_.get(ld.getMask()).constancy.back() >= vecElems;
+      auto rt = cast<RankedTensorType>(ld.getType());
+      if (!aligned || !maskWhole || (rt.getNumElements() / vecElems) % P)
+        return no("warp specialization needs 16-byte aligned copies, whole-chunk masks and "
+                  "tiles that split over 128 producer threads");
+    }
     return true;
   }
+  // Shared memory: the stages, then (warp-specialized) 2 * S mbarriers.
+  int64_t allocBytes() const { return totalBytes + (ws ? 16 * S : 0); }
 
   /// Why applies() said no.
   std::string whyNot;
@@ -254,21 +276,28 @@ public:
                    : std::string("mma.sync m16n8k16 with ldmatrix");
     std::string b = !bViaRegs ? "" : bStaged ? ", B staged and transposed in shared memory"
                                              : ", B through registers";
-    return what + ", " + std::to_string(S) + " stages" + b;
+    return what + ", " + std::to_string(S) + " stages" + b +
+           (ws ? ", warp-specialized (a producer warpgroup copies)" : "");
   }
 
   /// Lowers the loop (after applies()); false on an error in its body.
   bool emit() {
     // Swizzle atoms need 1024-byte alignment.
     int64_t smemOff = (kl_.smemUsed_ + 1023) / 1024 * 1024;
-    kl_.smemUsed_ = smemOff + totalBytes;
+    kl_.smemUsed_ = smemOff + allocBytes();
     smemAddr = LLVM::PtrToIntOp::create(b_, loc, i32, kl_.smemBase(smemOff, loc));
     emitTripCount();
     emitAdvances();
     SmallVector<Value> acc0 = kl_.materializeIn(op_.getInitArgs()[m_.accIndex], accLay, loc);
-    if (!emitPrologue())
+    if (!ws && !emitPrologue()) // warp-specialized: the producers run ahead on their own
       return false;
     SmallVector<Value> accs;
+    if (ws) {
+      if (!emitWarpSpecialized(acc0, accs))
+        return false;
+      bindResults(accs);
+      return true;
+    }
     if (swap) {
       if (!emitSwapLoop(acc0, accs))
         return false;
@@ -310,6 +339,13 @@ private:
   // A's K-major stage is wgmma's B operand. Nothing is transposed in shared
   // memory; the accumulator is the transposed mma layout.
   const bool swap;
+  // Warp-specialized: a producer warpgroup added to the block issues every
+  // copy and signals a `full` mbarrier per stage through cp.async's own
+  // arrive; the num_warps consumer warps wait on it, run the wgmmas and
+  // arrive on the stage's `empty` mbarrier once those completed. No CTA
+  // barrier, and the consumers' instruction stream holds no copies.
+  const bool ws;
+  static constexpr int64_t P = 128; // producer threads
   const bool bViaRegs;
   const int64_t BM, BK, BN;
   const int64_t eb; // operand element bytes
@@ -350,6 +386,7 @@ private:
   const std::string accCons;
 
   // Set by emit() before the copies and the loop use them.
+  Value ptid;     // warp-specialized producer code: the thread's index in the producer warpgroup
   Value smemAddr; // i32 shared-memory address of the pipeline's buffers
   Value lo, step; // the source loop's lower bound and step
   Type ivTy;      // its induction variable type
@@ -466,6 +503,8 @@ private:
   // place(row, byte in row).
   bool issueCopy(tile::LoadOp ld, Value dst, const Placement &place) {
     Layout cl = copyLayout(ld);
+    if (ptid) // the producer warpgroup's chunks
+      cl.chunks = cl.total / (P * vecElems);
     AxisInfo pa = kl_.axis_.get(ld.getPtr());
     bool aligned = pa.divisibility.back() >= 16;
     bool maskWhole = !ld.getMask() || kl_.axis_.get(ld.getMask()).constancy.back() >= vecElems;
@@ -473,7 +512,13 @@ private:
     SmallVector<SmallVector<Value>> masks;
     for (int64_t k = 0; k < cl.chunks; ++k) {
       int64_t s0 = k * vecElems;
-      ArrayRef<Value> c = kl_.coords(cl, s0);
+      SmallVector<Value> c;
+      if (ptid)
+        c = kl_.unflatten(arith::AddIOp::create(b_, loc, arith::MulIOp::create(b_, loc, ptid, c32(vecElems)),
+                                                c32(k * P * vecElems)),
+                          cl.shape, loc);
+      else
+        c = llvm::to_vector(kl_.coords(cl, s0));
       // Byte offset of the chunk in the stage buffer.
       Value phys = place(c[0], arith::MulIOp::create(b_, loc, c[1], c32(eb)));
       dsts.push_back(arith::AddIOp::create(b_, loc, dst, phys));
@@ -1062,6 +1107,115 @@ private:
     return true;
   }
 
+  // mbarrier `which` (0 full, 1 empty) of stage slot `slot` (i32).
+  Value mbar(int which, Value slot) {
+    return arith::AddIOp::create(
+        b_, loc, smemAddr,
+        arith::AddIOp::create(b_, loc, c32(totalBytes + which * 8 * S),
+                              arith::MulIOp::create(b_, loc, slot, c32(8))));
+  }
+  Value slotOf(Value j) { return arith::RemUIOp::create(b_, loc, j, c32(S)); }
+  // The parity of j's use of its slot; the phase before the first counts as complete
+  // with parity 1, so a producer's first wait on `empty` passes at once.
+  Value parityOf(Value j, int64_t bias) {
+    return arith::AndIOp::create(
+        b_, loc, arith::AddIOp::create(b_, loc, arith::DivUIOp::create(b_, loc, j, c32(S)), c32(bias)),
+        c32(1));
+  }
+  void mbarWait(Value bar, Value parity) {
+    asmCall({}, {bar, parity},
+            "{\n.reg .pred p;\nWAIT_${:uid}:\n"
+            "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n"
+            "@!p bra.uni WAIT_${:uid};\n}",
+            "r,r,~{memory}");
+  }
+
+  // The warp-specialized loop: barriers set up by thread 0 before the
+  // block-wide barrier, then the producer warpgroup (threads past the
+  // num_warps warps) copies every iteration and exits, while the consumers
+  // run the wgmmas. Registers move from producers to consumers with
+  // setmaxnreg when two consumer warpgroups need them.
+  bool emitWarpSpecialized(ValueRange acc0, SmallVector<Value> &accs) {
+    Value first = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::eq, kl_.tid_, c32(0));
+    {
+      scf::IfOp init = kl_.makeIf(first, false, loc);
+      OpBuilder::InsertionGuard g(b_);
+      b_.setInsertionPointToStart(init.thenBlock());
+      for (int64_t q = 0; q < S; ++q) {
+        asmCall({}, {mbar(0, c32(q)), c32(P)}, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}");
+        asmCall({}, {mbar(1, c32(q)), c32(kl_.threads_)}, "mbarrier.init.shared::cta.b64 [$0], $1;",
+                "r,r,~{memory}");
+      }
+    }
+    kl_.barrier(loc);
+    bool moveRegs = kl_.numWarps_ == 8;
+    Value producer = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::uge, kl_.tid_, c32(kl_.threads_));
+    {
+      scf::IfOp role = kl_.makeIf(producer, false, loc);
+      OpBuilder::InsertionGuard g(b_);
+      b_.setInsertionPointToStart(role.thenBlock());
+      if (moveRegs)
+        asmCall({}, {}, "setmaxnreg.dec.sync.aligned.u32 40;", "~{memory}");
+      auto loop = scf::ForOp::create(b_, loc, c32(0), n, c32(1));
+      {
+        OpBuilder::InsertionGuard g2(b_);
+        kl_.enterLoopBody(loop);
+        Value j = loop.getInductionVar();
+        // The thread index read inside the loop (an asm with side effects),
+        // so that per-chunk addresses are recomputed each iteration rather
+        // than hoisted into registers the producers do not have (40 each).
+        ptid = arith::SubIOp::create(b_, loc, asmCall({i32}, {}, "mov.u32 $0, %tid.x;", "=r").getResult(0),
+                                     c32(kl_.threads_));
+        Value slot = slotOf(j);
+        mbarWait(mbar(1, slot), parityOf(j, 1));
+        if (!bindIteration(j))
+          return false;
+        issueCopy(m_.loadA, aStage(j), swizzledIn(BM, WA));
+        if (swap)
+          issueCopy(m_.loadB, rawStage(j), [this](Value r, Value colByte) { return rowMajorRaw(r, colByte); });
+        else
+          issueCopy(m_.loadB, bStage(j), swizzledIn(BK, WB));
+        kl_.popScope();
+        asmCall({}, {mbar(0, slot)}, "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];",
+                "r,~{memory}");
+        scf::YieldOp::create(b_, loc);
+      }
+      asmCall({}, {}, "exit;", "~{memory}");
+      ptid = Value();
+    }
+    if (moveRegs)
+      asmCall({}, {}, "setmaxnreg.inc.sync.aligned.u32 232;", "~{memory}");
+    kl_.barrierThreads_ = kl_.threads_;
+    Value rowBytes = swap ? swapFragOffset() : wgRowBytes();
+    bool ok = emitUnrolledLoop(acc0, accs, [&](Value i, SmallVector<Value> &a) {
+      mbarWait(mbar(0, slotOf(i)), parityOf(i, 0));
+      // The copies were generic-proxy writes; wgmma reads through the async proxy.
+      asmCall({}, {}, "fence.proxy.async.shared::cta;", "~{memory}");
+      if (swap)
+        issueSwapWgmmas(i, rowBytes, a);
+      else
+        issueWgmmas(i, rowBytes, a);
+      a = waitAcc(a, 1);
+      // Iteration i - 1's wgmmas are complete: its stage may be refilled.
+      Value prev = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::ugt, i, c32(0));
+      scf::IfOp rel = kl_.makeIf(prev, false, loc);
+      OpBuilder::InsertionGuard g(b_);
+      b_.setInsertionPointToStart(rel.thenBlock());
+      asmCall({}, {mbar(1, slotOf(arith::SubIOp::create(b_, loc, i, c32(1))))},
+              "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}");
+      return true;
+    });
+    if (!ok)
+      return false;
+    accs = waitAcc(accs, 0);
+    // The block gains the producer warps; with setmaxnreg the kernel needs a
+    // register cap at entry (65536 / 384 threads, rounded down to 8).
+    kl_.extraWarps_ = 4;
+    if (moveRegs)
+      kl_.maxRegs_ = 168;
+    return true;
+  }
+
   // Results: the accumulator in its mma layout; pointer tiles advanced n steps.
   void bindResults(ArrayRef<Value> accs) {
     for (auto [idx, res] : llvm::enumerate(op_.getResults())) {
@@ -1123,13 +1277,19 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
     if ((wgmma && !wgmmaTarget) || (!wgmma && !kind->half) || (path == Swapped && !kind->tf32))
       continue;
     for (int stages = numStages_; stages >= 3; --stages) {
-      DotLoopEmitter emitter(*this, op, *m, *kind, stages, wgmma, path == Swapped);
-      if (emitter.applies()) {
-        remark(op, "dot loop pipelined: " + emitter.summary());
-        return emitter.emit();
+      for (bool ws : {true, false}) {
+        if (ws && !(wgmma && warpSpecialize_))
+          continue;
+        DotLoopEmitter emitter(*this, op, *m, *kind, stages, wgmma, path == Swapped, ws);
+        if (emitter.applies()) {
+          remark(op, "dot loop pipelined: " + emitter.summary());
+          return emitter.emit();
+        }
+        if (ws)
+          continue;
+        if (wgmma || why.empty()) // wgmma's reason (at 3 stages) explains most
+          why = emitter.whyNot;
       }
-      if (wgmma || why.empty()) // wgmma's reason (at 3 stages) explains most
-        why = emitter.whyNot;
     }
   }
   if (why.empty())

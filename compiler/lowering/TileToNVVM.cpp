@@ -327,6 +327,10 @@ bool KernelLowering::run(std::string &error) {
     ok = fail(src_, "kernel '" + name + "' needs " + std::to_string(smemUsed_) +
                         " bytes of shared memory; the limit is " + std::to_string(kMaxSharedBytes));
   dst_->setAttr("tessera.shared_bytes", b_.getI32IntegerAttr(int32_t(smemUsed_)));
+  if (extraWarps_)
+    dst_->setAttr("tessera.num_warps", b_.getI32IntegerAttr(int32_t(numWarps_ + extraWarps_)));
+  if (maxRegs_)
+    dst_->setAttr("nvvm.maxnreg", b_.getI32IntegerAttr(int32_t(maxRegs_)));
   src_.erase();
   if (!ok) {
     error = error_;

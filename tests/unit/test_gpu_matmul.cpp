@@ -124,6 +124,9 @@ TEST_CASE("GPU matmul matches fp64 for f16, bf16, f32 and i8 at ragged shapes", 
       {300, 200, 190, 190, 200, 200}, // odd K: misaligned A rows, partial K chunks
       {257, 136, 512, 520, 136, 140}, // padded leading dimensions
       {128, 256, 64, 64, 256, 256},   // exact tiles
+      // Ragged M, N and K, all multiples of 16 with aligned rows: whole-chunk
+      // masks, so sm_90a loops are warp-specialized (a producer warpgroup).
+      {200, 152, 272, 272, 160, 160},
   };
   // wgmma: one or two 64-row blocks per warpgroup (the kernel's default tile
   // with 4 warps has two); the cp.async + ldmatrix + mma.sync pipeline (targets
