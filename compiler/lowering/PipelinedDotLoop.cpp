@@ -346,6 +346,9 @@ private:
   // barrier, and the consumers' instruction stream holds no copies.
   const bool ws;
   static constexpr int64_t P = 128; // producer threads
+  // Registers per thread with two consumer warpgroups (setmaxnreg): the
+  // producers keep each chunk's hoisted address, 128 x 104 + 256 x 200 <= 64K.
+  static constexpr int64_t kProducerRegs = 104, kConsumerRegs = 200;
   const bool bViaRegs;
   const int64_t BM, BK, BN;
   const int64_t eb; // operand element bytes
@@ -1155,17 +1158,13 @@ private:
       OpBuilder::InsertionGuard g(b_);
       b_.setInsertionPointToStart(role.thenBlock());
       if (moveRegs)
-        asmCall({}, {}, "setmaxnreg.dec.sync.aligned.u32 40;", "~{memory}");
+        asmCall({}, {}, "setmaxnreg.dec.sync.aligned.u32 " + std::to_string(kProducerRegs) + ";", "~{memory}");
       auto loop = scf::ForOp::create(b_, loc, c32(0), n, c32(1));
       {
         OpBuilder::InsertionGuard g2(b_);
         kl_.enterLoopBody(loop);
         Value j = loop.getInductionVar();
-        // The thread index read inside the loop (an asm with side effects),
-        // so that per-chunk addresses are recomputed each iteration rather
-        // than hoisted into registers the producers do not have (40 each).
-        ptid = arith::SubIOp::create(b_, loc, asmCall({i32}, {}, "mov.u32 $0, %tid.x;", "=r").getResult(0),
-                                     c32(kl_.threads_));
+        ptid = arith::SubIOp::create(b_, loc, kl_.tid_, c32(kl_.threads_));
         Value slot = slotOf(j);
         mbarWait(mbar(1, slot), parityOf(j, 1));
         if (!bindIteration(j))
@@ -1184,7 +1183,7 @@ private:
       ptid = Value();
     }
     if (moveRegs)
-      asmCall({}, {}, "setmaxnreg.inc.sync.aligned.u32 232;", "~{memory}");
+      asmCall({}, {}, "setmaxnreg.inc.sync.aligned.u32 " + std::to_string(kConsumerRegs) + ";", "~{memory}");
     kl_.barrierThreads_ = kl_.threads_;
     Value rowBytes = swap ? swapFragOffset() : wgRowBytes();
     bool ok = emitUnrolledLoop(acc0, accs, [&](Value i, SmallVector<Value> &a) {
