@@ -282,6 +282,9 @@ private:
   bool lowerElementwise(Operation *op);
   bool lowerLoad(tile::LoadOp op);
   bool lowerStore(tile::StoreOp op);
+  // MmaEpilogue.cpp: a store of a value in an mma layout as 16-byte vectors
+  // through shared memory; false (nothing emitted) when it does not apply.
+  bool lowerStoreThroughSmem(tile::StoreOp op, const Layout &mmaLay);
   bool lowerAtomic(Operation *op);
   bool lowerDot(tile::DotOp op);
   bool lowerDotMma(tile::DotOp op, const Layout &lay, Value aS, Value bS);
@@ -318,6 +321,8 @@ private:
   // Warps a warp-specialized loop adds to the block, and the register cap at
   // entry that its setmaxnreg needs (0: none).
   int64_t extraWarps_ = 0;
+  // Shared memory free for reuse after a pipelined dot loop (its stages).
+  int64_t scratchOff_ = 0, scratchBytes_ = 0;
   int64_t maxRegs_ = 0;
   // Whether code before the current op read or wrote memory (producer warps
   // of a warp-specialized loop run that code with thread ids past the layouts).

@@ -285,6 +285,9 @@ public:
     // Swizzle atoms need 1024-byte alignment.
     int64_t smemOff = (kl_.smemUsed_ + 1023) / 1024 * 1024;
     kl_.smemUsed_ = smemOff + allocBytes();
+    // After the loop its stages are free: the epilogue may stage stores there.
+    kl_.scratchOff_ = smemOff;
+    kl_.scratchBytes_ = totalBytes;
     smemAddr = LLVM::PtrToIntOp::create(b_, loc, i32, kl_.smemBase(smemOff, loc));
     emitTripCount();
     emitAdvances();

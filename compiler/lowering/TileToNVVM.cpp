@@ -636,6 +636,8 @@ bool KernelLowering::lowerStore(tile::StoreOp op) {
   Layout lay = layoutOfValue(op.getValue());
   if (lookup(op.getValue()).kind != Lowered::Dist || !lay.mma)
     lay = layoutOf(rt);
+  else if (lowerStoreThroughSmem(op, lay)) // 16-byte stores through shared memory
+    return true;
   int64_t eb = byteWidth(et);
   VectorPlan plan = planVector(lay, op.getPtr(), et);
   bool vectorize = plan.contiguous;

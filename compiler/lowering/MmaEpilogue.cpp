@@ -1,0 +1,102 @@
+// Stores of a tile held in a tensor-core accumulator layout, through shared
+// memory. In its mma layout a thread holds pairs of adjacent columns (or, for
+// the transposed layout of C^T = B^T A^T, single elements), so storing from
+// registers takes one narrow global store per pair. Here the registers go to a
+// row-padded shared buffer (conflict free for the mma pattern), and each thread
+// then reads 16-byte row chunks back and stores them as 16-byte vectors, under
+// the same mask and alignment checks as any vector store. After a pipelined
+// dot loop the buffer reuses the loop's stage memory.
+#include "KernelLowering.h"
+
+namespace tessera::lowering::detail {
+
+bool KernelLowering::lowerStoreThroughSmem(tile::StoreOp op, const Layout &mmaLay) {
+  Location loc = op.getLoc();
+  auto rt = cast<RankedTensorType>(op.getValue().getType());
+  Type et = convertElem(rt.getElementType());
+  if (rt.getRank() != 2 || !et.isIntOrFloat() || et.isInteger(1))
+    return false;
+  int64_t eb = byteWidth(et), rows = rt.getDimSize(0), cols = rt.getDimSize(1);
+  // The blocked layout of the read-back: 16-byte chunks along rows.
+  Layout bl = layoutFor(rt.getShape(), threads_);
+  bl.vec = 16 / eb;
+  if (bl.replicated || cols % bl.vec || bl.total % (threads_ * bl.vec))
+    return false;
+  bl.chunks = bl.total / (threads_ * bl.vec);
+  VectorPlan plan = planVector(bl, op.getPtr(), et);
+  if (!plan.contiguous)
+    return false;
+  // Rows padded by 16 bytes: the 8 rows x 4 column pairs of a warp's mma
+  // fragment then fall in distinct banks.
+  int64_t pitch = cols * eb + 16;
+  int64_t bytes = rows * pitch;
+  int64_t off;
+  if (bytes <= scratchBytes_) {
+    off = scratchOff_;
+  } else {
+    if (smemUsed_ + bytes + 16 > kMaxSharedBytes)
+      return false;
+    off = allocSmem(bytes);
+  }
+  auto ptr3 = LLVM::LLVMPointerType::get(b_.getContext(), 3);
+  Value base = LLVM::PtrToIntOp::create(b_, loc, b_.getI32Type(), smemBase(off, loc));
+  auto at = [&](Value r, Value c) -> Value {
+    Value o = arith::AddIOp::create(b_, loc, arith::MulIOp::create(b_, loc, r, i32c(pitch, loc)),
+                                    arith::MulIOp::create(b_, loc, c, i32c(eb, loc)));
+    Value a = arith::AddIOp::create(b_, loc, base, o);
+    return LLVM::IntToPtrOp::create(b_, loc, ptr3, a);
+  };
+  // Earlier users of the buffer (the loop's wgmmas of other warpgroups, or a
+  // previous store) are done.
+  barrier(loc);
+  for (int64_t s = 0; s < mmaLay.slots(); s += mmaLay.vec) {
+    ArrayRef<Value> c = coords(mmaLay, s);
+    if (mmaLay.vec == 1) {
+      LLVM::StoreOp::create(b_, loc, atSlot(op.getValue(), mmaLay, s, loc), at(c[0], c[1]), eb);
+      continue;
+    }
+    auto vt = VectorType::get({mmaLay.vec}, et);
+    Value vec = LLVM::PoisonOp::create(b_, loc, vt);
+    for (int64_t v = 0; v < mmaLay.vec; ++v)
+      vec = LLVM::InsertElementOp::create(b_, loc, vec, atSlot(op.getValue(), mmaLay, s + v, loc),
+                                          i32c(v, loc));
+    LLVM::StoreOp::create(b_, loc, vec, at(c[0], c[1]), mmaLay.vec * eb);
+  }
+  barrier(loc);
+  auto vt = VectorType::get({bl.vec}, et);
+  for (int64_t k = 0; k < bl.chunks; ++k) {
+    int64_t s0 = k * bl.vec;
+    ArrayRef<Value> c = coords(bl, s0);
+    Value vec = LLVM::LoadOp::create(b_, loc, vt, at(c[0], c[1]), 16);
+    Value ptr = atSlot(op.getPtr(), bl, s0, loc);
+    SmallVector<Value> masks;
+    for (int64_t v = 0; op.getMask() && v < bl.vec; ++v)
+      masks.push_back(atSlot(op.getMask(), bl, s0 + v, loc));
+    Value all = vectorGuard(masks, ptr, 16, plan.aligned, loc);
+    if (!all) {
+      LLVM::StoreOp::create(b_, loc, vec, ptr, 16);
+      continue;
+    }
+    auto ifOp = makeIf(all, true, loc);
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointToStart(ifOp.thenBlock());
+    LLVM::StoreOp::create(b_, loc, vec, ptr, 16);
+    b_.setInsertionPointToStart(ifOp.elseBlock());
+    for (int64_t v = 0; v < bl.vec; ++v) {
+      Value p = LLVM::GEPOp::create(b_, loc, ptr.getType(), et, ptr, ArrayRef<LLVM::GEPArg>{int32_t(v)});
+      Value x = LLVM::ExtractElementOp::create(b_, loc, vec, i32c(v, loc));
+      Value m = masks.empty() ? Value() : masks[v];
+      if (!m) {
+        LLVM::StoreOp::create(b_, loc, x, p, eb);
+        continue;
+      }
+      auto one = makeIf(m, false, loc);
+      OpBuilder::InsertionGuard g2(b_);
+      b_.setInsertionPointToStart(one.thenBlock());
+      LLVM::StoreOp::create(b_, loc, x, p, eb);
+    }
+  }
+  return true;
+}
+
+} // namespace tessera::lowering::detail
