@@ -1031,24 +1031,10 @@ private:
     for (int64_t r = 0; r < RB; ++r)
       cons += "," + std::to_string(r);
     Value sA = aStage(i);
-    // Warp-specialized consumers have the registers to load the whole
-    // stage's fragments before one fence (one exposed shared-memory latency
-    // per iteration); otherwise each k8 step loads its own.
-    SmallVector<SmallVector<Value>> all;
-    if (ws) {
-      for (int64_t kk = 0; kk < BK / 8; ++kk)
-        all.push_back(loadFrags(kk));
-      asmCall({}, {}, "wgmma.fence.sync.aligned;", "~{memory}");
-    }
     for (int64_t kk = 0; kk < BK / 8; ++kk) {
-      SmallVector<Value> regs;
-      if (ws) {
-        regs = all[kk];
-      } else {
-        regs = loadFrags(kk);
-        // wgmma.fence orders these register writes before the wgmmas read them.
-        asmCall({}, {}, "wgmma.fence.sync.aligned;", "~{memory}");
-      }
+      SmallVector<Value> regs = loadFrags(kk);
+      // wgmma.fence orders these register writes before the wgmmas read them.
+      asmCall({}, {}, "wgmma.fence.sync.aligned;", "~{memory}");
       int64_t kb = kk * 32; // bytes of K
       Value aDesc =
           desc(arith::AddIOp::create(b_, loc, sA, c32(kb / WA * (BM * WA) + kb % WA)),
