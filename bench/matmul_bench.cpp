@@ -35,16 +35,15 @@ struct Config {
 // the kernel's default tile with JitOptions' defaults), plus one tile of the
 // path before it (mma.sync for 16-bit operands, FMA otherwise: num_stages = 1).
 std::vector<Config> configsFor(const std::string &dt) {
+  // wgmma, warp-specialized when the copies allow it (MATMUL_WS=0: not).
   if (dt == "bf16" || dt == "f16")
-    return {{128, 256, 64, 8, 8, 4}, {256, 128, 64, 8, 16, 4}, {256, 128, 64, 8, 8, 4},
-            {128, 128, 64, 8, 8, 4}, {128, 256, 32, 8, 8, 8},  {128, 128, 32, 8, 4, 3},
-            {128, 128, 32, 8, 8, 1}};
+    return {{128, 256, 64, 8, 8, 4}, {128, 256, 32, 8, 8, 8}, {256, 128, 64, 8, 16, 4},
+            {128, 128, 64, 8, 8, 4}, {128, 128, 32, 8, 4, 3},  {128, 128, 32, 8, 8, 1}};
   // tf32 wgmma as C^T = B^T A^T when BN is a multiple of 16 * warps; else B
   // staged and transposed in shared memory (>= 4 stages) or via registers (3).
   if (dt == "f32")
-    return {{128, 256, 32, 8, 8, 4}, {256, 128, 32, 8, 8, 4}, {128, 256, 32, 8, 16, 4},
-            {128, 128, 32, 8, 4, 4}, {128, 128, 32, 8, 8, 4}, {256, 128, 32, 8, 16, 4},
-            {128, 64, 16, 8, 8, 1}};
+    return {{128, 256, 32, 8, 8, 4}, {128, 256, 16, 8, 8, 8}, {256, 128, 32, 8, 8, 4},
+            {128, 128, 32, 8, 4, 4}, {256, 128, 32, 8, 16, 4}, {128, 64, 16, 8, 8, 1}};
   // i8: s8 wgmma, B staged (>= 4 stages) or via registers (3)
   return {{256, 128, 64, 8, 16, 4}, {256, 128, 64, 8, 16, 3}, {256, 128, 128, 8, 16, 4},
           {128, 256, 64, 8, 8, 4},  {128, 128, 128, 8, 8, 4}, {64, 64, 16, 8, 4, 1}};
