@@ -1149,7 +1149,7 @@ private:
       b_.setInsertionPointToStart(init.thenBlock());
       for (int64_t q = 0; q < S; ++q) {
         asmCall({}, {mbar(0, c32(q)), c32(P)}, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}");
-        asmCall({}, {mbar(1, c32(q)), c32(kl_.threads_)}, "mbarrier.init.shared::cta.b64 [$0], $1;",
+        asmCall({}, {mbar(1, c32(q)), c32(kl_.numWarps_)}, "mbarrier.init.shared::cta.b64 [$0], $1;",
                 "r,r,~{memory}");
       }
     }
@@ -1198,8 +1198,12 @@ private:
       else
         issueWgmmas(i, rowBytes, a);
       a = waitAcc(a, 1);
-      // Iteration i - 1's wgmmas are complete: its stage may be refilled.
-      Value prev = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::ugt, i, c32(0));
+      // Iteration i - 1's wgmmas are complete (the wait is warp-collective):
+      // lane 0 of each consumer warp releases its stage.
+      Value prev = arith::AndIOp::create(
+          b_, loc, arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::ugt, i, c32(0)),
+          arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::eq,
+                                arith::AndIOp::create(b_, loc, kl_.tid_, c32(31)), c32(0)));
       scf::IfOp rel = kl_.makeIf(prev, false, loc);
       OpBuilder::InsertionGuard g(b_);
       b_.setInsertionPointToStart(rel.thenBlock());
