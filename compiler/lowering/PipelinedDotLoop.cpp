@@ -1142,6 +1142,31 @@ private:
   // run the wgmmas. Registers move from producers to consumers with
   // setmaxnreg when two consumer warpgroups need them.
   bool emitWarpSpecialized(ValueRange acc0, SmallVector<Value> &accs) {
+    wsSetup();
+    {
+      scf::IfOp role = kl_.makeIf(isProducer(), false, loc);
+      OpBuilder::InsertionGuard g(b_);
+      b_.setInsertionPointToStart(role.thenBlock());
+      producerRegs();
+      if (!wsProducer(c32(0)))
+        return false;
+      asmCall({}, {}, "exit;", "~{memory}");
+    }
+    consumerRegs();
+    return wsConsumer(acc0, accs, c32(0), /*releaseLast=*/false);
+  }
+
+  // Warp-specialized pieces, also used by the persistent loop
+  // (PersistentDotLoop): ring slots and phases follow a running iteration
+  // count `base + j` across the tiles a block computes.
+  bool moveRegs() const { return kl_.numWarps_ == 8; }
+  Value isProducer() {
+    return arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::uge, kl_.tid_, c32(kl_.threads_));
+  }
+  // Thread 0 initializes the stages' mbarriers before a block-wide barrier.
+  // The block gains the producer warps; with setmaxnreg the kernel needs a
+  // register cap at entry (65536 / 384 threads, rounded down to 8).
+  void wsSetup() {
     Value first = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::eq, kl_.tid_, c32(0));
     {
       scf::IfOp init = kl_.makeIf(first, false, loc);
@@ -1154,71 +1179,80 @@ private:
       }
     }
     kl_.barrier(loc);
-    bool moveRegs = kl_.numWarps_ == 8;
-    Value producer = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::uge, kl_.tid_, c32(kl_.threads_));
-    {
-      scf::IfOp role = kl_.makeIf(producer, false, loc);
-      OpBuilder::InsertionGuard g(b_);
-      b_.setInsertionPointToStart(role.thenBlock());
-      if (moveRegs)
-        asmCall({}, {}, "setmaxnreg.dec.sync.aligned.u32 " + std::to_string(kProducerRegs) + ";", "~{memory}");
-      auto loop = scf::ForOp::create(b_, loc, c32(0), n, c32(1));
-      {
-        OpBuilder::InsertionGuard g2(b_);
-        kl_.enterLoopBody(loop);
-        Value j = loop.getInductionVar();
-        ptid = arith::SubIOp::create(b_, loc, kl_.tid_, c32(kl_.threads_));
-        Value slot = slotOf(j);
-        mbarWait(mbar(1, slot), parityOf(j, 1));
-        if (!bindIteration(j))
-          return false;
-        issueCopy(m_.loadA, aStage(j), swizzledIn(BM, WA));
-        if (swap)
-          issueCopy(m_.loadB, rawStage(j), [this](Value r, Value colByte) { return rowMajorRaw(r, colByte); });
-        else
-          issueCopy(m_.loadB, bStage(j), swizzledIn(BK, WB));
-        kl_.popScope();
-        asmCall({}, {mbar(0, slot)}, "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];",
-                "r,~{memory}");
-        scf::YieldOp::create(b_, loc);
-      }
-      asmCall({}, {}, "exit;", "~{memory}");
-      ptid = Value();
-    }
-    if (moveRegs)
+    kl_.extraWarps_ = 4;
+    if (moveRegs())
+      kl_.maxRegs_ = 168;
+  }
+  void producerRegs() {
+    if (moveRegs())
+      asmCall({}, {}, "setmaxnreg.dec.sync.aligned.u32 " + std::to_string(kProducerRegs) + ";", "~{memory}");
+  }
+  // Past this point only the consumer warps run: barriers name them alone.
+  void consumerRegs() {
+    if (moveRegs())
       asmCall({}, {}, "setmaxnreg.inc.sync.aligned.u32 " + std::to_string(kConsumerRegs) + ";", "~{memory}");
     kl_.barrierThreads_ = kl_.threads_;
+  }
+  // The producer's copies of iterations 0 .. n-1 (after emitTripCount and
+  // emitAdvances), each into the stage of running iteration base + j once
+  // the consumers released it.
+  bool wsProducer(Value base) {
+    auto loop = scf::ForOp::create(b_, loc, c32(0), n, c32(1));
+    OpBuilder::InsertionGuard g(b_);
+    kl_.enterLoopBody(loop);
+    Value j = loop.getInductionVar();
+    Value gj = arith::AddIOp::create(b_, loc, base, j);
+    ptid = arith::SubIOp::create(b_, loc, kl_.tid_, c32(kl_.threads_));
+    Value slot = slotOf(gj);
+    mbarWait(mbar(1, slot), parityOf(gj, 1));
+    if (!bindIteration(j))
+      return false;
+    issueCopy(m_.loadA, aStage(gj), swizzledIn(BM, WA));
+    if (swap)
+      issueCopy(m_.loadB, rawStage(gj), [this](Value r, Value colByte) { return rowMajorRaw(r, colByte); });
+    else
+      issueCopy(m_.loadB, bStage(gj), swizzledIn(BK, WB));
+    kl_.popScope();
+    asmCall({}, {mbar(0, slot)}, "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];", "r,~{memory}");
+    scf::YieldOp::create(b_, loc);
+    ptid = Value();
+    return true;
+  }
+  // The consumers' wgmmas over iterations 0 .. n-1 (running base + i); all
+  // complete on return. releaseLast: also release the last iteration's stage
+  // (the producer reuses it for the next tile).
+  bool wsConsumer(ValueRange acc0, SmallVector<Value> &accs, Value base, bool releaseLast) {
     Value rowBytes = swap ? swapFragOffset() : wgRowBytes();
+    Value lane0 = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::eq,
+                                        arith::AndIOp::create(b_, loc, kl_.tid_, c32(31)), c32(0));
+    // Lane 0 of each consumer warp releases running iteration g's stage (its
+    // wgmmas are complete: the wait before is warp-collective).
+    auto release = [&](Value cond, Value g) {
+      scf::IfOp rel = kl_.makeIf(arith::AndIOp::create(b_, loc, cond, lane0), false, loc);
+      OpBuilder::InsertionGuard ig(b_);
+      b_.setInsertionPointToStart(rel.thenBlock());
+      asmCall({}, {mbar(1, slotOf(g))}, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}");
+    };
     bool ok = emitUnrolledLoop(acc0, accs, [&](Value i, SmallVector<Value> &a) {
-      mbarWait(mbar(0, slotOf(i)), parityOf(i, 0));
+      Value gi = arith::AddIOp::create(b_, loc, base, i);
+      mbarWait(mbar(0, slotOf(gi)), parityOf(gi, 0));
       // The copies were generic-proxy writes; wgmma reads through the async proxy.
       asmCall({}, {}, "fence.proxy.async.shared::cta;", "~{memory}");
       if (swap)
-        issueSwapWgmmas(i, rowBytes, a);
+        issueSwapWgmmas(gi, rowBytes, a);
       else
-        issueWgmmas(i, rowBytes, a);
+        issueWgmmas(gi, rowBytes, a);
       a = waitAcc(a, 1);
-      // Iteration i - 1's wgmmas are complete (the wait is warp-collective):
-      // lane 0 of each consumer warp releases its stage.
-      Value prev = arith::AndIOp::create(
-          b_, loc, arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::ugt, i, c32(0)),
-          arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::eq,
-                                arith::AndIOp::create(b_, loc, kl_.tid_, c32(31)), c32(0)));
-      scf::IfOp rel = kl_.makeIf(prev, false, loc);
-      OpBuilder::InsertionGuard g(b_);
-      b_.setInsertionPointToStart(rel.thenBlock());
-      asmCall({}, {mbar(1, slotOf(arith::SubIOp::create(b_, loc, i, c32(1))))},
-              "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}");
+      release(arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::ugt, i, c32(0)),
+              arith::SubIOp::create(b_, loc, gi, c32(1)));
       return true;
     });
     if (!ok)
       return false;
     accs = waitAcc(accs, 0);
-    // The block gains the producer warps; with setmaxnreg the kernel needs a
-    // register cap at entry (65536 / 384 threads, rounded down to 8).
-    kl_.extraWarps_ = 4;
-    if (moveRegs)
-      kl_.maxRegs_ = 168;
+    if (releaseLast)
+      release(arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::sgt, n, c32(0)),
+              arith::SubIOp::create(b_, loc, arith::AddIOp::create(b_, loc, base, n), c32(1)));
     return true;
   }
 
