@@ -23,10 +23,12 @@ namespace {
 struct Config {
   int64_t bm, bn, bk, group;
   int warps, stages;
+  // kernels_dsl/basics/matmul_persistent.tile, one program per SM.
+  bool persistent = false;
   std::string text() const {
     return "BM=" + std::to_string(bm) + ",BN=" + std::to_string(bn) + ",BK=" + std::to_string(bk) +
            ",GROUP=" + std::to_string(group) + ",num_warps=" + std::to_string(warps) +
-           ",num_stages=" + std::to_string(stages);
+           ",num_stages=" + std::to_string(stages) + (persistent ? ",persistent" : "");
   }
 };
 
@@ -37,13 +39,17 @@ struct Config {
 std::vector<Config> configsFor(const std::string &dt) {
   // wgmma, warp-specialized when the copies allow it (MATMUL_WS=0: not).
   if (dt == "bf16" || dt == "f16")
-    return {{128, 256, 64, 8, 8, 4}, {128, 256, 32, 8, 8, 8}, {256, 128, 64, 8, 16, 4},
-            {128, 128, 64, 8, 8, 4}, {128, 128, 32, 8, 4, 3},  {128, 128, 32, 8, 8, 1}};
+    return {{128, 256, 64, 8, 8, 4},       {128, 256, 32, 8, 8, 8},
+            {128, 256, 32, 8, 8, 8, true}, {128, 256, 64, 8, 8, 4, true},
+            {256, 128, 64, 8, 16, 4},      {128, 128, 64, 8, 8, 4},
+            {128, 128, 32, 8, 4, 3},       {128, 128, 32, 8, 8, 1}};
   // tf32 wgmma as C^T = B^T A^T when BN is a multiple of 16 * warps; else B
   // staged and transposed in shared memory (>= 4 stages) or via registers (3).
   if (dt == "f32")
-    return {{128, 256, 32, 8, 8, 4}, {128, 256, 16, 8, 8, 8}, {256, 128, 32, 8, 8, 4},
-            {128, 128, 32, 8, 4, 4}, {256, 128, 32, 8, 16, 4}, {128, 64, 16, 8, 8, 1}};
+    return {{128, 256, 32, 8, 8, 4},       {128, 256, 16, 8, 8, 8},
+            {128, 256, 16, 8, 8, 8, true}, {128, 256, 32, 8, 8, 4, true},
+            {256, 128, 32, 8, 8, 4},       {128, 128, 32, 8, 4, 4},
+            {256, 128, 32, 8, 16, 4},      {128, 64, 16, 8, 8, 1}};
   // i8: s8 wgmma, B staged (>= 4 stages) or via registers (3)
   return {{256, 128, 64, 8, 16, 4}, {256, 128, 64, 8, 16, 3}, {256, 128, 128, 8, 16, 4},
           {128, 256, 64, 8, 8, 4},  {128, 128, 128, 8, 8, 4}, {64, 64, 16, 8, 4, 1}};
@@ -100,7 +106,7 @@ int main(int argc, char **argv) {
     std::cerr << "usage: matmul_bench DT M N K [DT M N K ...]\n"
                  "  env TESSERA_MATMUL_FILE: kernel file (default kernels_dsl/basics/matmul.tile)\n"
                  "  env MATMUL_CONFIGS=i,j,...: only these entries of the config list\n"
-                 "  env MATMUL_EXTRA=\"BM,BN,BK,GROUP,warps,stages;...\": more configs to try\n"
+                 "  env MATMUL_EXTRA=\"BM,BN,BK,GROUP,warps,stages[,persistent];...\": more configs to try\n"
                  "  env MATMUL_ARCH=sm_NN: compile for that target instead of the device's\n"
                  "  env MATMUL_WS=0: no warp specialization (every warp copies and multiplies)\n";
     return 2;
@@ -156,9 +162,13 @@ int main(int argc, char **argv) {
         std::istringstream list(e);
         for (std::string item; std::getline(list, item, ';');) {
           Config c{};
-          if (std::sscanf(item.c_str(), "%lld,%lld,%lld,%lld,%d,%d", (long long *)&c.bm, (long long *)&c.bn,
-                          (long long *)&c.bk, (long long *)&c.group, &c.warps, &c.stages) == 6)
+          int persistent = 0;
+          if (std::sscanf(item.c_str(), "%lld,%lld,%lld,%lld,%d,%d,%d", (long long *)&c.bm,
+                          (long long *)&c.bn, (long long *)&c.bk, (long long *)&c.group, &c.warps,
+                          &c.stages, &persistent) >= 6) {
+            c.persistent = persistent != 0;
             configs.push_back(c);
+          }
         }
       }
       for (size_t ci = 0; ci < configs.size(); ++ci) {
@@ -176,8 +186,11 @@ int main(int argc, char **argv) {
         std::map<std::string, ConstexprValue> cx = {
             {"BM", cfg.bm}, {"BN", cfg.bn}, {"BK", cfg.bk}, {"GROUP", cfg.group},
             {"DT", *parseDType(dt)}, {"ACC", *parseDType(isInt ? "i32" : "f32")}, {"OUT", *parseDType(out)}};
-        Kernel k = compile(ctx, file, "matmul", cx, o);
-        Grid g = Grid::of(cdiv(M, cfg.bm) * cdiv(N, cfg.bn));
+        int64_t tiles = cdiv(M, cfg.bm) * cdiv(N, cfg.bn);
+        Kernel k = cfg.persistent
+                       ? compile(ctx, kernels + "/basics/matmul_persistent.tile", "matmul_persistent", cx, o)
+                       : compile(ctx, file, "matmul", cx, o);
+        Grid g = Grid::of(cfg.persistent ? std::min<int64_t>(tiles, ctx.smCount()) : tiles);
         auto launch = [&] {
           std::vector<ArgValue> args = makeArgs(
               DevicePtr<uint8_t>{a.address()}, DevicePtr<uint8_t>{b.address()}, DevicePtr<uint8_t>{c.address()},

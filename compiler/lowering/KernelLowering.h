@@ -295,6 +295,9 @@ private:
   /// software pipeline (PipelinedDotLoop.cpp). Nothing when the loop does not
   /// have that form; then lowerFor lowers it generically.
   std::optional<bool> lowerPipelinedDotLoop(scf::ForOp op);
+  // An outer loop over tiles around a pipelined dot loop, warp-specialized
+  // across its iterations (PipelinedDotLoop.cpp); nullopt: not that form.
+  std::optional<bool> lowerPersistentDotLoop(scf::ForOp op);
   bool lowerIf(scf::IfOp op);
   bool lowerWhile(scf::WhileOp op);
   SmallVector<Value> combine(tile::ReduceOp op, ValueRange lhs, ValueRange rhs);

@@ -10,6 +10,17 @@
 
 namespace tessera::lowering::detail {
 
+namespace {
+/// (row, column) of slot s of an mma layout relative to slot 0 of the same
+/// thread: a constant, so that per-slot shared addresses are immediates off
+/// one register (see KernelLowering::coords).
+std::pair<int64_t, int64_t> mmaSlotDelta(const Layout &l, int64_t s) {
+  int64_t q = s % 4, t = s / 4, i = t / l.tn, j = t % l.tn;
+  int64_t dr = (l.wgRows ? i * 64 : i * 16) + (q >= 2 ? 8 : 0), dc = j * 8 + (q & 1);
+  return l.transposed ? std::pair{dc, dr} : std::pair{dr, dc};
+}
+} // namespace
+
 bool KernelLowering::lowerStoreThroughSmem(tile::StoreOp op, const Layout &mmaLay) {
   Location loc = op.getLoc();
   auto rt = cast<RankedTensorType>(op.getValue().getType());
@@ -43,16 +54,22 @@ bool KernelLowering::lowerStoreThroughSmem(tile::StoreOp op, const Layout &mmaLa
   auto at = [&](Value r, Value c) -> Value {
     Value o = arith::AddIOp::create(b_, loc, arith::MulIOp::create(b_, loc, r, i32c(pitch, loc)),
                                     arith::MulIOp::create(b_, loc, c, i32c(eb, loc)));
-    Value a = arith::AddIOp::create(b_, loc, base, o);
+    return arith::AddIOp::create(b_, loc, base, o);
+  };
+  auto plus = [&](Value addr, int64_t bytes) -> Value {
+    Value a = bytes ? Value(arith::AddIOp::create(b_, loc, addr, i32c(bytes, loc))) : addr;
     return LLVM::IntToPtrOp::create(b_, loc, ptr3, a);
   };
+  ArrayRef<Value> c0 = coords(mmaLay, 0);
+  Value mmaBase = at(c0[0], c0[1]);
   // Earlier users of the buffer (the loop's wgmmas of other warpgroups, or a
   // previous store) are done.
   barrier(loc);
   for (int64_t s = 0; s < mmaLay.slots(); s += mmaLay.vec) {
-    ArrayRef<Value> c = coords(mmaLay, s);
+    auto [dr, dc] = mmaSlotDelta(mmaLay, s);
+    Value dst = plus(mmaBase, dr * pitch + dc * eb);
     if (mmaLay.vec == 1) {
-      LLVM::StoreOp::create(b_, loc, atSlot(op.getValue(), mmaLay, s, loc), at(c[0], c[1]), eb);
+      LLVM::StoreOp::create(b_, loc, atSlot(op.getValue(), mmaLay, s, loc), dst, eb);
       continue;
     }
     auto vt = VectorType::get({mmaLay.vec}, et);
@@ -60,14 +77,25 @@ bool KernelLowering::lowerStoreThroughSmem(tile::StoreOp op, const Layout &mmaLa
     for (int64_t v = 0; v < mmaLay.vec; ++v)
       vec = LLVM::InsertElementOp::create(b_, loc, vec, atSlot(op.getValue(), mmaLay, s + v, loc),
                                           i32c(v, loc));
-    LLVM::StoreOp::create(b_, loc, vec, at(c[0], c[1]), mmaLay.vec * eb);
+    LLVM::StoreOp::create(b_, loc, vec, dst, mmaLay.vec * eb);
   }
   barrier(loc);
   auto vt = VectorType::get({bl.vec}, et);
+  // Chunk k is k * threads * vec elements on: whole rows further when that
+  // is a multiple of the row length.
+  int64_t step = threads_ * bl.vec;
+  ArrayRef<Value> b0 = coords(bl, 0);
+  Value blockedBase = at(b0[0], b0[1]);
   for (int64_t k = 0; k < bl.chunks; ++k) {
     int64_t s0 = k * bl.vec;
-    ArrayRef<Value> c = coords(bl, s0);
-    Value vec = LLVM::LoadOp::create(b_, loc, vt, at(c[0], c[1]), 16);
+    Value src;
+    if (step % cols == 0) {
+      src = plus(blockedBase, k * (step / cols) * pitch);
+    } else {
+      ArrayRef<Value> c = coords(bl, s0);
+      src = plus(at(c[0], c[1]), 0);
+    }
+    Value vec = LLVM::LoadOp::create(b_, loc, vt, src, 16);
     Value ptr = atSlot(op.getPtr(), bl, s0, loc);
     SmallVector<Value> masks;
     for (int64_t v = 0; op.getMask() && v < bl.vec; ++v)

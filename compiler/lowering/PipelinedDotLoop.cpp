@@ -172,6 +172,9 @@ Layout swappedAccLayout(int64_t BM, int64_t BN, int64_t numWarps) {
 /// Emits the software pipeline for one matched loop. Outside the anonymous
 /// namespace only because KernelLowering names it as a friend.
 class DotLoopEmitter {
+  // The persistent loop drives the warp-specialized pieces itself.
+  friend class KernelLowering;
+
 public:
   DotLoopEmitter(KernelLowering &kl, scf::ForOp op, DotLoop &m, WgmmaKind kind, int stages,
                  bool wgmma, bool swapAB = false, bool warpSpecialized = false)
@@ -230,6 +233,8 @@ public:
                   " are not provably contiguous (a unit inner stride: pass 1 at launch, which "
                   "specialization makes a constant, or --assume NAME=1)");
     for (auto [i, step] : m_.advancing) {
+      if (persistent) // lowered later, per tile (checked in emitAdvances)
+        break;
       Lowered &init = kl_.lookup(op_.getInitArgs()[i]);
       if (init.kind != Lowered::Virtual && init.kind != Lowered::Offset)
         return no("a carried pointer tile does not start from index arithmetic");
@@ -248,7 +253,7 @@ public:
       return no("warp specialization needs wgmma with B read from its copy, and 4 or 8 warps");
     // Producer threads run the code before the loop with thread ids past
     // every layout, and exit after it.
-    if (op_->getParentOp() != kl_.src_.getOperation() || kl_.touchedMemory_ || kl_.smemUsed_)
+    if (!persistent && (op_->getParentOp() != kl_.src_.getOperation() || kl_.touchedMemory_ || kl_.smemUsed_))
       return no("warp specialization needs the loop at the kernel's top level, after code that "
                 "touches no memory");
     for (tile::LoadOp ld : {m_.loadA, m_.loadB}) {
@@ -266,6 +271,8 @@ public:
 
   /// Why applies() said no.
   std::string whyNot;
+  const Layout &accLayout() const { return accLay; }
+  Value tripCount() const { return n; }
 
   /// One line on what was emitted, for remarks.
   std::string summary() const {
@@ -281,16 +288,23 @@ public:
   }
 
   /// Lowers the loop (after applies()); false on an error in its body.
-  bool emit() {
-    // Swizzle atoms need 1024-byte alignment.
+  // The stages (and mbarriers) in shared memory, 1024-byte aligned for the
+  // swizzle atoms.
+  void allocate() {
     int64_t smemOff = (kl_.smemUsed_ + 1023) / 1024 * 1024;
     kl_.smemUsed_ = smemOff + allocBytes();
-    // After the loop its stages are free: the epilogue may stage stores there.
+    // After the loop its stages are free: the epilogue may stage stores
+    // there (not in a persistent loop, whose producers run ahead).
     kl_.scratchOff_ = smemOff;
-    kl_.scratchBytes_ = totalBytes;
+    kl_.scratchBytes_ = persistent ? 0 : totalBytes;
     smemAddr = LLVM::PtrToIntOp::create(b_, loc, i32, kl_.smemBase(smemOff, loc));
+  }
+
+  bool emit() {
+    allocate();
     emitTripCount();
-    emitAdvances();
+    if (!emitAdvances())
+      return false;
     SmallVector<Value> acc0 = kl_.materializeIn(op_.getInitArgs()[m_.accIndex], accLay, loc);
     if (!ws && !emitPrologue()) // warp-specialized: the producers run ahead on their own
       return false;
@@ -349,6 +363,12 @@ private:
   // barrier, and the consumers' instruction stream holds no copies.
   const bool ws;
   static constexpr int64_t P = 128; // producer threads
+public:
+  // The inner loop of a persistent loop (lowerPersistentDotLoop): its
+  // operands are lowered per tile, after applies().
+  bool persistent = false;
+
+private:
   // Registers per thread with two consumer warpgroups (setmaxnreg): the
   // producers keep each chunk's hoisted address, 128 x 104 + 256 x 200 <= 64K.
   static constexpr int64_t kProducerRegs = 104, kConsumerRegs = 200;
@@ -440,9 +460,12 @@ private:
   }
 
   // Each advancing pointer tile: its base tile and initial element offset.
-  void emitAdvances() {
+  bool emitAdvances() {
+    advances.clear();
     for (auto [i, st] : m_.advancing) {
       Lowered &init = kl_.lookup(op_.getInitArgs()[i]);
+      if (init.kind != Lowered::Virtual && init.kind != Lowered::Offset)
+        return kl_.fail(op_, "a carried pointer tile of the dot loop does not start from index arithmetic");
       Advance a;
       a.index = i;
       a.base = init.kind == Lowered::Offset ? init.base : op_.getInitArgs()[i];
@@ -460,6 +483,7 @@ private:
       a.step = s.getType() == i64 ? s : Value(arith::ExtSIOp::create(b_, loc, i64, s));
       advances.push_back(a);
     }
+    return true;
   }
   // Binds every advancing pointer tile to its value in iteration j.
   void bindOffsets(Value j /*i32*/) {
@@ -1280,6 +1304,122 @@ private:
     }
   }
 };
+
+// A persistent matmul: an outer loop over output tiles (each block takes
+// tiles program_id, program_id + num_programs, ...) whose body is index
+// arithmetic, one pipelined dot loop, then stores. Warp-specialized across
+// tiles: the outer loop is lowered twice, for the producer warpgroup (index
+// arithmetic and copies, the stores skipped) and for the consumers (wgmmas
+// and epilogue), with ring slots and mbarrier phases continuing from tile to
+// tile. The producers run into the next tile while the consumers store the
+// last, which hides the epilogue and the pipeline's fill.
+std::optional<bool> KernelLowering::lowerPersistentDotLoop(scf::ForOp outer) {
+  if (!warpSpecialize_ || arch_ != "sm_90a" || (numWarps_ != 4 && numWarps_ != 8) ||
+      outer->getParentOp() != src_.getOperation() || touchedMemory_ || smemUsed_ ||
+      outer.getNumResults())
+    return std::nullopt;
+  Block &body = *outer.getBody();
+  scf::ForOp inner;
+  for (Operation &o : body.without_terminator()) {
+    if (auto f = dyn_cast<scf::ForOp>(o)) {
+      if (inner)
+        return std::nullopt;
+      inner = f;
+    } else if (isa<tile::StoreOp>(o)) {
+      if (!inner)
+        return std::nullopt;
+    } else if (!isMemoryEffectFree(&o)) {
+      return std::nullopt;
+    }
+  }
+  if (!inner)
+    return std::nullopt;
+  std::optional<DotLoop> m = matchDotLoop(inner);
+  if (!m)
+    return std::nullopt;
+  std::optional<WgmmaKind> kind = wgmmaKindOf(m->dot);
+  if (!kind)
+    return std::nullopt;
+  // The epilogue stages its stores in shared memory of its own (the stages
+  // are busy with the next tile): room for the widest store.
+  int64_t epilogueBytes = 0;
+  for (Operation *o = inner->getNextNode(); o; o = o->getNextNode())
+    if (auto st = dyn_cast<tile::StoreOp>(o))
+      if (auto rt = dyn_cast<RankedTensorType>(st.getValue().getType()); rt && rt.getRank() == 2)
+        epilogueBytes = std::max(epilogueBytes, rt.getDimSize(0) * (rt.getDimSize(1) *
+                                                    byteWidth(convertElem(rt.getElementType())) + 16));
+  Location loc = outer.getLoc();
+  // Without room for the staged epilogue, it stores from registers.
+  for (int64_t reserve : {epilogueBytes, int64_t(0)})
+  for (bool swapPath : {true, false}) {
+    if (swapPath && !kind->tf32)
+      continue;
+    for (int stages = numStages_; stages >= 3; --stages) {
+      DotLoopEmitter e(*this, inner, *m, *kind, stages, /*wgmma=*/true, swapPath, /*ws=*/true);
+      e.persistent = true;
+      if (!e.applies() || smemUsed_ + 1024 + e.allocBytes() + reserve + 16 > kMaxSharedBytes)
+        continue;
+      remark(outer, "persistent dot loop: " + e.summary());
+      e.allocate();
+      e.wsSetup();
+      Value lb = scalarOf(outer.getLowerBound()), ub = scalarOf(outer.getUpperBound()),
+            st = scalarOf(outer.getStep());
+      // One role's copy of the outer loop; `role` lowers the dot loop and
+      // returns the iterations it ran.
+      auto roleLoop = [&](bool producer) -> bool {
+        Value zero = i32c(0, loc);
+        auto loop = scf::ForOp::create(b_, loc, lb, ub, st, ValueRange{zero});
+        OpBuilder::InsertionGuard g(b_);
+        enterLoopBody(loop);
+        Lowered iv;
+        iv.kind = Lowered::Scalar;
+        iv.scalar = loop.getInductionVar();
+        vals_[outer.getInductionVar()] = iv;
+        Value base = loop.getRegionIterArgs()[0];
+        pushScope();
+        bool after = false, ok = true;
+        for (Operation &o : body.without_terminator()) {
+          if (&o == inner.getOperation()) {
+            e.emitTripCount();
+            ok = e.emitAdvances();
+            if (ok && producer) {
+              ok = e.wsProducer(base);
+            } else if (ok) {
+              SmallVector<Value> acc0 = materializeIn(inner.getInitArgs()[m->accIndex], e.accLayout(), loc);
+              SmallVector<Value> accs;
+              ok = e.wsConsumer(acc0, accs, base, /*releaseLast=*/true);
+              if (ok)
+                e.bindResults(accs);
+            }
+            after = true;
+          } else if (!(producer && after)) { // producers skip the epilogue
+            ok = lowerOp(&o);
+          }
+          if (!ok)
+            break;
+        }
+        if (ok)
+          scf::YieldOp::create(b_, loc, ValueRange{arith::AddIOp::create(b_, loc, base, e.tripCount())});
+        popScope();
+        return ok;
+      };
+      {
+        scf::IfOp role = makeIf(e.isProducer(), false, loc);
+        OpBuilder::InsertionGuard g(b_);
+        b_.setInsertionPointToStart(role.thenBlock());
+        e.producerRegs();
+        if (!roleLoop(true))
+          return false;
+        LLVM::InlineAsmOp::create(b_, loc, Type(), ValueRange{}, "exit;", "~{memory}", true, false,
+                                  LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
+                                  ArrayAttr());
+      }
+      e.consumerRegs();
+      return roleLoop(false);
+    }
+  }
+  return std::nullopt;
+}
 
 std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
   // Remarks only for loops that compute a dot: the ones a user expects fast.

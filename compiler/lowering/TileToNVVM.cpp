@@ -1256,6 +1256,8 @@ void KernelLowering::bindFlat(Value v, ValueRange flat, size_t &pos, const Layou
 }
 
 bool KernelLowering::lowerFor(scf::ForOp op) {
+  if (std::optional<bool> persistent = lowerPersistentDotLoop(op))
+    return *persistent;
   if (std::optional<bool> pipelined = lowerPipelinedDotLoop(op))
     return *pipelined;
   Location loc = op.getLoc();
