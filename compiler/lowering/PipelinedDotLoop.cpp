@@ -1355,6 +1355,8 @@ std::optional<bool> KernelLowering::lowerPersistentDotLoop(scf::ForOp outer) {
     if (swapPath && !kind->tf32)
       continue;
     for (int stages = numStages_; stages >= 3; --stages) {
+      if (stages & (stages - 1)) // power-of-two rings (see lowerPipelinedDotLoop)
+        continue;
       DotLoopEmitter e(*this, inner, *m, *kind, stages, /*wgmma=*/true, swapPath, /*ws=*/true);
       e.persistent = true;
       if (!e.applies() || smemUsed_ + 1024 + e.allocBytes() + reserve + 16 > kMaxSharedBytes)
@@ -1456,9 +1458,13 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
     bool wgmma = path != MmaSync;
     if ((wgmma && !wgmmaTarget) || (!wgmma && !kind->half) || (path == Swapped && !kind->tf32))
       continue;
-    for (int stages = numStages_; stages >= 3; --stages) {
-      for (bool ws : {true, false}) {
-        if (ws && !(wgmma && warpSpecialize_))
+    // Warp-specialized first, with a power-of-two stage count (slots and
+    // phases of the running iteration count are then masks and shifts).
+    for (bool ws : {true, false}) {
+      if (ws && !(wgmma && warpSpecialize_))
+        continue;
+      for (int stages = numStages_; stages >= 3; --stages) {
+        if (ws && (stages & (stages - 1)))
           continue;
         DotLoopEmitter emitter(*this, op, *m, *kind, stages, wgmma, path == Swapped, ws);
         if (emitter.applies()) {
