@@ -269,6 +269,13 @@ private:
   Value isPrimary(const Layout &l, Location loc);
   /// Moves the builder to the end of a new scf.for's body, dropping the
   /// terminator the builder made, so the caller can emit the body and its yield.
+  // `v` (a scalar of the source) is `s` from here on.
+  void bindScalar(Value v, Value s) {
+    Lowered l;
+    l.kind = Lowered::Scalar;
+    l.scalar = s;
+    vals_[v] = l;
+  }
   void enterLoopBody(scf::ForOp loop) {
     Block *body = loop.getBody();
     if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())

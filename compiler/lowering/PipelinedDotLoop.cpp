@@ -703,10 +703,8 @@ private:
     Value jIv = j;
     if (ivTy != i32)
       jIv = arith::ExtSIOp::create(b_, loc, ivTy, j);
-    Lowered iv;
-    iv.kind = Lowered::Scalar;
-    iv.scalar = arith::AddIOp::create(b_, loc, lo, arith::MulIOp::create(b_, loc, jIv, step));
-    kl_.vals_[op_.getInductionVar()] = iv;
+    kl_.bindScalar(op_.getInductionVar(),
+                   arith::AddIOp::create(b_, loc, lo, arith::MulIOp::create(b_, loc, jIv, step)));
     bindOffsets(j);
     for (Operation &o : op_.getBody()->without_terminator()) {
       if (&o == m_.loadA.getOperation() || &o == m_.loadB.getOperation() ||
@@ -934,6 +932,16 @@ private:
     }
   }
 
+  // One wgmma (inline asm `text`) on 64-row block t: `operands` then the
+  // block's RB accumulators, which it replaces.
+  void wgmmaOnBlock(const std::string &text, const std::string &cons, ArrayRef<Value> operands,
+                    SmallVector<Value> &accs, int64_t t) {
+    SmallVector<Value> all(operands.begin(), operands.end());
+    all.append(accs.begin() + t * RB, accs.begin() + (t + 1) * RB);
+    auto mma = asmCall(SmallVector<Type>(RB, accTy), all, text, cons + ",~{memory}");
+    for (int64_t r = 0; r < RB; ++r)
+      accs[t * RB + r] = LLVM::ExtractValueOp::create(b_, loc, mma.getResult(0), ArrayRef<int64_t>{r});
+  }
   // The byte offset of the warpgroup's rows in an A stage.
   Value wgRowBytes() {
     Value warp = arith::ShRUIOp::create(b_, loc, kl_.tid_, c32(5));
@@ -960,12 +968,7 @@ private:
       for (int64_t t = 0; t < T; ++t) { // the warpgroup's 64-row blocks
         Value aAddr =
             arith::AddIOp::create(b_, loc, sAw, c32(kb / WA * (BM * WA) + kb % WA + t * 64 * WA));
-        SmallVector<Value> operands{desc(aAddr, highA), bDesc, c32(1)};
-        operands.append(accs.begin() + t * RB, accs.begin() + (t + 1) * RB);
-        auto mma = asmCall(SmallVector<Type>(RB, accTy), operands, mmaText, mmaCons + ",~{memory}");
-        for (int64_t r = 0; r < RB; ++r)
-          accs[t * RB + r] =
-              LLVM::ExtractValueOp::create(b_, loc, mma.getResult(0), ArrayRef<int64_t>{r});
+        wgmmaOnBlock(mmaText, mmaCons, {desc(aAddr, highA), bDesc, c32(1)}, accs, t);
       }
     }
     asmCall({}, {}, "wgmma.commit_group.sync.aligned;", "~{memory}");
@@ -1067,11 +1070,7 @@ private:
         SmallVector<Value> operands(regs.begin() + t * 4, regs.begin() + (t + 1) * 4);
         operands.push_back(aDesc);
         operands.push_back(c32(1));
-        operands.append(accs.begin() + t * RB, accs.begin() + (t + 1) * RB);
-        auto mma = asmCall(SmallVector<Type>(RB, accTy), operands, text, cons + ",~{memory}");
-        for (int64_t r = 0; r < RB; ++r)
-          accs[t * RB + r] =
-              LLVM::ExtractValueOp::create(b_, loc, mma.getResult(0), ArrayRef<int64_t>{r});
+        wgmmaOnBlock(text, cons, operands, accs, t);
       }
     }
     asmCall({}, {}, "wgmma.commit_group.sync.aligned;", "~{memory}");
@@ -1373,10 +1372,7 @@ std::optional<bool> KernelLowering::lowerPersistentDotLoop(scf::ForOp outer) {
         auto loop = scf::ForOp::create(b_, loc, lb, ub, st, ValueRange{zero});
         OpBuilder::InsertionGuard g(b_);
         enterLoopBody(loop);
-        Lowered iv;
-        iv.kind = Lowered::Scalar;
-        iv.scalar = loop.getInductionVar();
-        vals_[outer.getInductionVar()] = iv;
+        bindScalar(outer.getInductionVar(), loop.getInductionVar());
         Value base = loop.getRegionIterArgs()[0];
         pushScope();
         bool after = false, ok = true;

@@ -1280,10 +1280,7 @@ bool KernelLowering::lowerFor(scf::ForOp op) {
   {
     OpBuilder::InsertionGuard g(b_);
     enterLoopBody(forOp);
-    Lowered iv;
-    iv.kind = Lowered::Scalar;
-    iv.scalar = forOp.getInductionVar();
-    vals_[op.getInductionVar()] = iv;
+    bindScalar(op.getInductionVar(), forOp.getInductionVar());
     size_t pos = 0;
     ValueRange args = forOp.getRegionIterArgs();
     for (auto [i, a] : llvm::enumerate(op.getRegionIterArgs()))
