@@ -190,7 +190,11 @@ int main(int argc, char **argv) {
         Kernel k = cfg.persistent
                        ? compile(ctx, kernels + "/basics/matmul_persistent.tile", "matmul_persistent", cx, o)
                        : compile(ctx, file, "matmul", cx, o);
-        Grid g = Grid::of(cfg.persistent ? std::min<int64_t>(tiles, ctx.smCount()) : tiles);
+        // MATMUL_PROGRAMS=n: the persistent kernel's grid (default: one program per SM).
+        int64_t programs = std::min<int64_t>(tiles, ctx.smCount());
+        if (const char *p = std::getenv("MATMUL_PROGRAMS"))
+          programs = std::atoll(p);
+        Grid g = Grid::of(cfg.persistent ? programs : tiles);
         auto launch = [&] {
           std::vector<ArgValue> args = makeArgs(
               DevicePtr<uint8_t>{a.address()}, DevicePtr<uint8_t>{b.address()}, DevicePtr<uint8_t>{c.address()},

@@ -45,7 +45,10 @@ bool KernelLowering::lowerStoreThroughSmem(tile::StoreOp op, const Layout &mmaLa
   if (bytes <= scratchBytes_) {
     off = scratchOff_;
   } else {
-    if (smemUsed_ + bytes + 16 > kMaxSharedBytes)
+    // 128-byte aligned: a warp's 16-byte reads of a row then touch as few
+    // 128-byte lines as the padding allows.
+    smemUsed_ = (smemUsed_ + 127) / 128 * 128;
+    if (smemUsed_ + bytes > kMaxSharedBytes)
       return false;
     off = allocSmem(bytes);
   }
