@@ -43,7 +43,10 @@ struct Layout {
   bool wgRows = false;
   // The mma fields describe the transposed tile (shape[1] x shape[0]): a dot
   // computed as C^T = B^T A^T (tf32 wgmma with B from registers). Slot
-  // coordinates are swapped; adjacent slots are adjacent rows, so vec = 1.
+  // coordinates are swapped, and within each warp's 16 rows fragment row r is
+  // row 2 * (r % 8) + r / 8, so that the two rows a thread holds (r, r + 8)
+  // are adjacent: its B^T fragments load as pairs. Adjacent slots are
+  // adjacent rows of the tile, so vec = 1.
   bool transposed = false;
   int64_t slots() const { return mma ? tm * tn * 4 : replicated ? 1 : chunks * vec; }
   bool operator==(const Layout &o) const {

@@ -16,7 +16,8 @@ namespace {
 /// one register (see KernelLowering::coords).
 std::pair<int64_t, int64_t> mmaSlotDelta(const Layout &l, int64_t s) {
   int64_t q = s % 4, t = s / 4, i = t / l.tn, j = t % l.tn;
-  int64_t dr = (l.wgRows ? i * 64 : i * 16) + (q >= 2 ? 8 : 0), dc = j * 8 + (q & 1);
+  int64_t dr = (l.wgRows ? i * 64 : i * 16) + (q >= 2 ? (l.transposed ? 1 : 8) : 0),
+          dc = j * 8 + (q & 1);
   return l.transposed ? std::pair{dc, dr} : std::pair{dr, dc};
 }
 } // namespace

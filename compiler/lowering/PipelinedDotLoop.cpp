@@ -1027,19 +1027,24 @@ private:
   // The B^T fragments of stage i and the warpgroup's wgmmas on it, as one
   // committed group.
   void issueSwapWgmmas(Value i, Value fragOff, SmallVector<Value> &accs) {
-    // Per k8 step and 64-row block of B^T: (n, k) = (g, c), (g + 8, c),
-    // (g, c + 4), (g + 8, c + 4), g = lane / 4 of the warp's 16 rows, c = lane % 4.
-    // B's copy has rows of BN + 8 words, so the 4 K rows x 8 N columns a load
-    // touches fall in 32 distinct banks.
+    // Per k8 step and 64-row block of B^T, fragment rows g and g + 8 (g =
+    // lane / 4) at columns c and c + 4 (c = lane % 4); rows interleaved, they
+    // are N columns 2g and 2g + 1 of the warp's 16. B's copy has rows of BN + 8
+    // words, so the 8-byte loads of a half-warp (4 K rows x 4 column pairs)
+    // fall in distinct banks.
     Value frag = arith::AddIOp::create(b_, loc, rawStage(i), fragOff);
+    // With the interleaved rows of the transposed layout, a0/a1 (and a2/a3)
+    // are adjacent N columns: one 8-byte load each.
+    auto v2 = VectorType::get({2}, i32);
     auto loadFrags = [&](int64_t kk) {
       SmallVector<Value> regs;
       for (int64_t t = 0; t < T; ++t)
-        for (int64_t q = 0; q < 4; ++q) {
-          int64_t off = (kk * 8 + (q >= 2 ? 4 : 0)) * rawRow + (t * 64 + (q & 1) * 8) * 4;
+        for (int64_t q = 0; q < 4; q += 2) {
+          int64_t off = (kk * 8 + (q >= 2 ? 4 : 0)) * rawRow + t * 64 * 4;
           Value at = arith::AddIOp::create(b_, loc, frag, c32(off));
-          regs.push_back(
-              LLVM::LoadOp::create(b_, loc, i32, LLVM::IntToPtrOp::create(b_, loc, ptr3, at), 4));
+          Value pair = LLVM::LoadOp::create(b_, loc, v2, LLVM::IntToPtrOp::create(b_, loc, ptr3, at), 8);
+          for (int64_t e = 0; e < 2; ++e)
+            regs.push_back(LLVM::ExtractElementOp::create(b_, loc, pair, c32(e)));
         }
       return regs;
     };
@@ -1093,7 +1098,7 @@ private:
             arith::MulIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, warp, c32(2)),
                                   c32(T * 64)),
             arith::MulIOp::create(b_, loc, arith::AndIOp::create(b_, loc, warp, c32(3)), c32(16))),
-        arith::ShRUIOp::create(b_, loc, lane, c32(2)));
+        arith::ShLIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, lane, c32(2)), c32(1)));
     return arith::AddIOp::create(
         b_, loc,
         arith::MulIOp::create(b_, loc, arith::AndIOp::create(b_, loc, lane, c32(3)), c32(rawRow)),

@@ -63,10 +63,16 @@ ArrayRef<Value> KernelLowering::coords(const Layout &l, int64_t s) {
           arith::MulIOp::create(b_, loc, arith::AndIOp::create(b_, loc, warp, i32c(3, loc)), i32c(16, loc)));
       tileRow = i * 64;
     }
+    // Transposed (C^T = B^T A^T): the warp's 16 rows are interleaved, row r
+    // of the fragment at 2 * (r % 8) + r / 8, so that a thread's two rows are
+    // adjacent (see Layout::transposed).
+    Value group = arith::ShRUIOp::create(b_, loc, lane, i32c(2, loc));
+    if (l.transposed)
+      group = arith::ShLIOp::create(b_, loc, group, i32c(1, loc));
     Value row = arith::AddIOp::create(
         b_, loc, warpRow,
-        arith::AddIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, lane, i32c(2, loc)),
-                              i32c(tileRow + (q >= 2 ? 8 : 0), loc)));
+        arith::AddIOp::create(b_, loc, group,
+                              i32c(tileRow + (q >= 2 ? (l.transposed ? 1 : 8) : 0), loc)));
     Value col = arith::AddIOp::create(
         b_, loc, arith::MulIOp::create(b_, loc, wc, i32c(l.tn * 8, loc)),
         arith::AddIOp::create(
