@@ -349,7 +349,11 @@ bool KernelLowering::lowerBlock(Block &blk) {
   for (Operation &op : blk) {
     if (!lowerOp(&op))
       return false;
-    touchedMemory_ |= !isMemoryEffectFree(&op);
+    // Scalar loads read the same address in every thread, producer warps
+    // included; anything else with memory effects rules out warp specialization.
+    auto ld = dyn_cast<tile::LoadOp>(op);
+    bool scalarLoad = ld && !isa<RankedTensorType>(ld.getType());
+    touchedMemory_ |= !scalarLoad && !isMemoryEffectFree(&op);
   }
   return true;
 }
