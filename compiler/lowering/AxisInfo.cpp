@@ -290,6 +290,15 @@ void AxisInfoAnalysis::visit(Operation *op) {
       for (int64_t d = 0; d < r.rank() && d < a.rank() && d < b.rank(); ++d)
         r.constancy[d] = std::min(a.constancy[d], b.constancy[d]);
     }
+    // x % c = x - q * c, whatever the signs: where every element of x is a
+    // multiple of g, so is x % c for g dividing c (e.g. (pid * 64) % 64).
+    if (!isDiv && matchPattern(op->getOperand(1), m_ConstantInt(&c)) && c.isStrictlyPositive() &&
+        c.getBitWidth() <= 64) {
+      int64_t cf = pow2Factor(int64_t(c.getZExtValue()));
+      for (int64_t d = 0; d < r.rank() && d < a.rank(); ++d)
+        if (a.contiguity[d] <= 1)
+          r.divisibility[d] = std::max(r.divisibility[d], gcd2(a.divisibility[d], cf));
+    }
     return result(r);
   }
   if (isa<arith::AndIOp, arith::OrIOp, arith::XOrIOp, arith::SelectOp>(op)) {

@@ -1452,7 +1452,7 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
   // 16-bit operands. num_stages is an upper bound: with fewer stages than
   // asked for when those do not fit in shared memory, the loop still pipelines.
   bool wgmmaTarget = arch_ == "sm_90a" && (numWarps_ == 4 || numWarps_ == 8 || numWarps_ == 16);
-  std::string why;
+  std::string why, wsWhy;
   // tf32 tries C^T = B^T A^T first (no shared-memory transpose of B).
   enum Path { Swapped, Wgmma, MmaSync };
   for (Path path : {Swapped, Wgmma, MmaSync}) {
@@ -1469,11 +1469,15 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
           continue;
         DotLoopEmitter emitter(*this, op, *m, *kind, stages, wgmma, path == Swapped, ws);
         if (emitter.applies()) {
-          remark(op, "dot loop pipelined: " + emitter.summary());
+          std::string note = !ws && !wsWhy.empty() ? " (not warp-specialized: " + wsWhy + ")" : "";
+          remark(op, "dot loop pipelined: " + emitter.summary() + note);
           return emitter.emit();
         }
-        if (ws)
+        if (ws) {
+          if (wsWhy.empty())
+            wsWhy = emitter.whyNot;
           continue;
+        }
         if (wgmma || why.empty()) // wgmma's reason (at 3 stages) explains most
           why = emitter.whyNot;
       }
