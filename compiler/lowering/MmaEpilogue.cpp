@@ -69,19 +69,22 @@ bool KernelLowering::lowerStoreThroughSmem(tile::StoreOp op, const Layout &mmaLa
   // Earlier users of the buffer (the loop's wgmmas of other warpgroups, or a
   // previous store) are done.
   barrier(loc);
-  for (int64_t s = 0; s < mmaLay.slots(); s += mmaLay.vec) {
+  // Pairs of adjacent columns per store: slots s, s + 1 of the mma layout, or
+  // s, s + 2 of the transposed one (its interleaved rows r and r + 8 are
+  // adjacent columns of the tile); both conflict free with the padding.
+  for (int64_t s = 0; s < mmaLay.slots(); ++s) {
+    int64_t q = s % 4;
+    int64_t next = mmaLay.transposed ? s + 2 : s + 1;
+    if (mmaLay.transposed ? q >= 2 : q % 2 == 1)
+      continue; // stored with its pair
     auto [dr, dc] = mmaSlotDelta(mmaLay, s);
     Value dst = plus(mmaBase, dr * pitch + dc * eb);
-    if (mmaLay.vec == 1) {
-      LLVM::StoreOp::create(b_, loc, atSlot(op.getValue(), mmaLay, s, loc), dst, eb);
-      continue;
-    }
-    auto vt = VectorType::get({mmaLay.vec}, et);
+    auto vt = VectorType::get({2}, et);
     Value vec = LLVM::PoisonOp::create(b_, loc, vt);
-    for (int64_t v = 0; v < mmaLay.vec; ++v)
-      vec = LLVM::InsertElementOp::create(b_, loc, vec, atSlot(op.getValue(), mmaLay, s + v, loc),
-                                          i32c(v, loc));
-    LLVM::StoreOp::create(b_, loc, vec, dst, mmaLay.vec * eb);
+    vec = LLVM::InsertElementOp::create(b_, loc, vec, atSlot(op.getValue(), mmaLay, s, loc), i32c(0, loc));
+    vec = LLVM::InsertElementOp::create(b_, loc, vec, atSlot(op.getValue(), mmaLay, next, loc),
+                                        i32c(1, loc));
+    LLVM::StoreOp::create(b_, loc, vec, dst, 2 * eb);
   }
   barrier(loc);
   auto vt = VectorType::get({bl.vec}, et);
