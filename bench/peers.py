@@ -11,30 +11,16 @@ Peers (written here from the issue's description, no code copied):
   i8:    torch._int_mm (cuBLAS int8 -> int32)
 """
 import argparse
-import datetime
 import json
 import subprocess
 
 import torch
 
+from peer_timing import median_ms, write_results
+
 SHAPES = [("bf16", 4096, 4096, 4096), ("bf16", 8192, 8192, 8192),
           ("f32", 4096, 4096, 4096), ("f32", 8192, 8192, 8192),
           ("f32", 512, 8192, 8192), ("i8", 4096, 4096, 4096)]
-
-
-def median_ms(fn, iters=20, reps=7):
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iters):
-            fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / iters)
-    return sorted(times)[len(times) // 2]
 
 
 def torch_peers(dt, m, n, k):
@@ -88,20 +74,15 @@ def main():
             row["tessera_vs_" + name] = ms / mine["ms"]  # >1 means Tessera is faster
         rows.append(row)
         print(json.dumps(row))
-    result = {"benchmark": "matmul", "device": torch.cuda.get_device_name(),
-              "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-              "commit": args.commit, "torch": torch.__version__,
-              "note": ("Tessera: best config of the list in bench/matmul_bench.cpp (all listed with "
-                       "their times and sampled fp64 relative errors); C is bf16 for bf16 inputs, like cuBLAS's; "
-                       "sm_90a wgmma with a cp.async pipeline, warp-specialized (a producer warpgroup "
-                       "and mbarriers) where the copies allow; f32 runs as tf32 (C^T = B^T A^T with B^T "
-                       "from registers). Ratios are peer_ms / tessera_ms (>1: Tessera faster). "
-                       "Issue 5 targets: bf16 and tf32 >= 0.9x, ROAST 512x8192x8192 tf32 >= 0.85x, "
-                       "i8 >= 0.8x torch._int_mm"),
-              "rows": rows}
-    with open(args.out, "w") as f:
-        json.dump(result, f, indent=2)
-    print("wrote", args.out)
+    write_results(args.out, "matmul", args.commit,
+                  ("Tessera: best config of the list in bench/matmul_bench.cpp (all listed with "
+                  "their times and sampled fp64 relative errors); C is bf16 for bf16 inputs, like cuBLAS's; "
+                  "sm_90a wgmma with a cp.async pipeline, warp-specialized (a producer warpgroup "
+                  "and mbarriers) where the copies allow; f32 runs as tf32 (C^T = B^T A^T with B^T "
+                  "from registers). Ratios are peer_ms / tessera_ms (>1: Tessera faster). "
+                  "Issue 5 targets: bf16 and tf32 >= 0.9x, ROAST 512x8192x8192 tf32 >= 0.85x, "
+                  "i8 >= 0.8x torch._int_mm"),
+                  rows)
 
 
 if __name__ == "__main__":

@@ -9,28 +9,14 @@ TF32 allowed: the dense layer that ROAST's hashed weight replaces. Timed before
 and after Tessera; the faster time is kept.
 """
 import argparse
-import datetime
 import json
 import subprocess
 
 import torch
 
+from peer_timing import median_ms, write_results
+
 SHAPES = [(512, 8192, 8192)]
-
-
-def median_ms(fn, iters=20, reps=7):
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iters):
-            fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / iters)
-    return sorted(times)[len(times) // 2]
 
 
 def dense_ms(b, k, n):
@@ -61,18 +47,13 @@ def main():
         row["tessera_vs_cublas_tf32_dense"] = peer / mine["ms"]  # >1: ROAST faster
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "configs"}))
-    result = {"benchmark": "roast_mm_fwd", "device": torch.cuda.get_device_name(),
-              "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-              "commit": args.commit, "torch": torch.__version__,
-              "note": ("ROAST-MM forward (kernels_dsl/roast/roast_mm.tile), f32 on tf32 tensor cores, "
-                       "memory = K*N/10, RzLinear's mapping and the aligned one (offsets rounded down "
-                       "to 4 elements: 16-byte copies, warp-specialized). Peer: the dense tf32 matmul "
-                       "of the same shape through cuBLAS. Ratios are peer_ms / tessera_ms. Issue 5's "
-                       "target for this shape: >= 0.85x."),
-              "rows": rows}
-    with open(args.out, "w") as f:
-        json.dump(result, f, indent=2)
-    print("wrote", args.out)
+    write_results(args.out, "roast_mm_fwd", args.commit,
+                  ("ROAST-MM forward (kernels_dsl/roast/roast_mm.tile), f32 on tf32 tensor cores, "
+                  "memory = K*N/10, RzLinear's mapping and the aligned one (offsets rounded down "
+                  "to 4 elements: 16-byte copies, warp-specialized). Peer: the dense tf32 matmul "
+                  "of the same shape through cuBLAS. Ratios are peer_ms / tessera_ms. Issue 5's "
+                  "target for this shape: >= 0.85x."),
+                  rows)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,31 @@
+"""Shared by the peer scripts (peers.py, roast_peers.py): event timing of a
+torch callable and the results file with device, date and commit."""
+import datetime
+import json
+
+import torch
+
+
+def median_ms(fn, iters=20, reps=7):
+    """Median over `reps` of the mean time of `iters` calls, in ms, after one warm-up call."""
+    fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(iters):
+            fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / iters)
+    return sorted(times)[len(times) // 2]
+
+
+def write_results(path, benchmark, commit, note, rows):
+    result = {"benchmark": benchmark, "device": torch.cuda.get_device_name(),
+              "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+              "commit": commit, "torch": torch.__version__, "note": note, "rows": rows}
+    with open(path, "w") as f:
+        json.dump(result, f, indent=2)
+    print("wrote", path)
