@@ -1,0 +1,413 @@
+// DotLoopEmitter: emits the software pipeline of one matched dot loop
+// (PipelinedDotLoop.cpp): the stage buffers and copies, the wgmma / mma.sync
+// loop in which every warp copies and multiplies, and the pieces defined in
+// TransposedTf32Dot.cpp (tf32 as C^T = B^T A^T) and WarpSpecializedDotLoop.cpp
+// (a producer warpgroup and mbarrier stages; persistent tile loops).
+#ifndef TESSERA_LOWERING_DOTLOOPEMITTER_H
+#define TESSERA_LOWERING_DOTLOOPEMITTER_H
+
+#include "KernelLowering.h"
+
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace tessera::lowering::detail {
+
+/// The parts of a loop that the pipeline needs.
+struct DotLoop {
+  tile::DotOp dot;
+  tile::LoadOp loadA, loadB;
+  unsigned accIndex = 0; // iter-arg index of the accumulator
+  // Iter-arg index -> the uniform offset tile a pointer tile advances by.
+  SmallVector<std::pair<unsigned, Value>> advancing;
+};
+
+/// The pipelineable form of `op`, or nothing (PipelinedDotLoop.cpp).
+std::optional<DotLoop> matchDotLoop(scf::ForOp op);
+
+/// Mode field of a wgmma shared-memory descriptor for a swizzle width in bytes.
+inline int64_t swizzleMode(int64_t bytes) { return bytes == 128 ? 1 : bytes == 64 ? 2 : 3; }
+
+/// Descriptor constant parts: leading/stride byte offsets and swizzle mode.
+inline int64_t descHigh(int64_t lbo, int64_t sbo, int64_t W) {
+  return ((lbo >> 4) & 0x3FFF) << 16 | ((sbo >> 4) & 0x3FFF) << 32 | swizzleMode(W) << 62;
+}
+
+/// The wgmma flavour of a dot. 16-bit operands read B N-major (wgmma
+/// transposes it); tf32 and s8 wgmma read both operands K-major only, so B
+/// goes through registers and is stored transposed ("B via registers").
+struct WgmmaKind {
+  bool half = false, tf32 = false, int8 = false;
+};
+
+/// The dot's wgmma flavour, or nothing when wgmma cannot compute it.
+inline std::optional<WgmmaKind> wgmmaKindOf(tile::DotOp dot) {
+  Type ea = dot.getA().getType().getElementType(), ec = dot.getAcc().getType().getElementType();
+  if (dot.getB().getType().getElementType() != ea)
+    return std::nullopt;
+  WgmmaKind kind;
+  kind.half = (ea.isBF16() || ea.isF16()) && ec.isF32();
+  kind.tf32 = ea.isF32() && ec.isF32() && dot.getInputPrecision() == tile::InputPrecision::tf32;
+  kind.int8 = ea.isInteger(8) && ec.isInteger(32);
+  if (!kind.half && !kind.tf32 && !kind.int8)
+    return std::nullopt;
+  return kind;
+}
+
+/// The accumulator: wgmma's register order is the mma.sync m16n8 fragment
+/// order repeated along N, warp w owning rows 16w..16w+15.
+inline Layout wgmmaAccLayout(int64_t BM, int64_t BN, int64_t numWarps) {
+  Layout accLay;
+  accLay.shape = {BM, BN};
+  accLay.total = BM * BN;
+  accLay.mma = true;
+  accLay.vec = 2;
+  accLay.wm = numWarps;
+  accLay.wn = 1;
+  accLay.tm = BM / (64 * (numWarps / 4)); // 64-row blocks per warpgroup
+  accLay.wgRows = accLay.tm > 1;
+  accLay.tn = BN / 8;
+  return accLay;
+}
+
+/// The accumulator of C^T = B^T A^T: wgmma's layout of the BN x BM product,
+/// read with rows and columns swapped.
+inline Layout swappedAccLayout(int64_t BM, int64_t BN, int64_t numWarps) {
+  Layout accLay = wgmmaAccLayout(BN, BM, numWarps);
+  accLay.shape = {BM, BN};
+  accLay.transposed = true;
+  accLay.vec = 1;
+  return accLay;
+}
+
+/// Emits the software pipeline for one matched loop: construct it for a stage
+/// count and path, ask applies(), then emit().
+class DotLoopEmitter {
+  // The persistent loop drives the warp-specialized pieces itself.
+  friend class KernelLowering;
+
+public:
+  DotLoopEmitter(KernelLowering &kl, scf::ForOp op, DotLoop &m, WgmmaKind kind, int stages,
+                 bool wgmma, bool swapAB = false, bool warpSpecialized = false)
+      : kl_(kl), b_(kl.b_), op_(op), m_(m), loc(op.getLoc()), ctx(kl.b_.getContext()),
+        i32(b_.getI32Type()), i64(b_.getI64Type()), ptr3(LLVM::LLVMPointerType::get(ctx, 3)),
+        ea(m.dot.getA().getType().getElementType()),
+        accTy(m.dot.getAcc().getType().getElementType()), half(kind.half), tf32(kind.tf32),
+        int8(kind.int8), swap(swapAB), ws(warpSpecialized), bViaRegs(!half && !swap), BM(m.dot.getA().getType().getDimSize(0)),
+        BK(m.dot.getA().getType().getDimSize(1)), BN(m.dot.getB().getType().getDimSize(1)),
+        eb(ea.getIntOrFloatBitWidth() / 8), vecElems(16 / eb), kPerInst(32 / eb),
+        warpgroups(kl.numWarps_ / 4), S(stages), WA(std::min<int64_t>(128, BK * eb)),
+        WB(bViaRegs ? WA : std::min<int64_t>(128, BN * eb)), aBytes(BM * BK * eb),
+        bBytes(BK * BN * eb), stageBytes(aBytes + bBytes), rawRow(BN * eb + (swap ? 32 : 16)),
+        rawBytes(BK * rawRow), stagedBytes(S * aBytes + 3 * bBytes + (S - 2) * rawBytes),
+        bStaged(bViaRegs && S >= 4 && kl.smemUsed_ + 1024 + stagedBytes <= kMaxSharedBytes),
+        totalBytes(swap      ? S * (aBytes + rawBytes)
+                   : bStaged ? stagedBytes
+                             : S * stageBytes),
+        bLay(copyLayout(m.loadB)),
+        bRegs(bLay.chunks), nChunks(BN / vecElems), vt(VectorType::get({vecElems}, ea)),
+        useWgmma(wgmma || swap),
+        accLay(swap    ? swappedAccLayout(BM, BN, kl.numWarps_)
+               : wgmma ? wgmmaAccLayout(BM, BN, kl.numWarps_)
+                       : mmaLayoutFor(BM, BN, kl.numWarps_).value_or(Layout())),
+        T(accLay.tm), R(accLay.slots()), RB(swap ? BM / 2 : BN / 2),
+        accCons(int8 ? "=r," : "=f,") {}
+
+  /// Whether the tile sizes, operand contiguity, pointer tiles and shared
+  /// memory allow the pipeline; false leaves the loop to the generic lowering
+  /// and has emitted nothing.
+  bool applies();
+
+  // Warp specialization's own conditions (after the pipeline's).
+  bool wsApplies(const std::function<bool(std::string)> &no);
+  // Shared memory: the stages, then (warp-specialized) 2 * S mbarriers.
+  int64_t allocBytes() const { return totalBytes + (ws ? 16 * S : 0); }
+
+  /// Why applies() said no.
+  std::string whyNot;
+  const Layout &accLayout() const { return accLay; }
+  Value tripCount() const { return n; }
+
+  /// One line on what was emitted, for remarks.
+  std::string summary() const;
+
+  /// Lowers the loop (after applies()); false on an error in its body.
+  // The stages (and mbarriers) in shared memory, 1024-byte aligned for the
+  // swizzle atoms.
+  void allocate();
+
+  bool emit();
+
+private:
+  /// Each advancing pointer tile: its base tile and initial element offset.
+  struct Advance {
+    unsigned index;
+    Value base, offset0, step;
+  };
+  /// Where a copied chunk goes: byte offset from (row, byte in row).
+  using Placement = std::function<Value(Value, Value)>;
+
+  KernelLowering &kl_;
+  OpBuilder &b_;
+  scf::ForOp op_;
+  DotLoop &m_;
+  const Location loc;
+  MLIRContext *const ctx;
+  const Type i32, i64;
+  const LLVM::LLVMPointerType ptr3;
+  const Type ea;    // operand element type
+  const Type accTy; // accumulator element type
+  const bool half, tf32, int8;
+  // tf32 as C^T = B^T A^T: B^T is wgmma's A operand, loaded into registers
+  // from a padded row-major copy of B (any layout will do for registers), and
+  // A's K-major stage is wgmma's B operand. Nothing is transposed in shared
+  // memory; the accumulator is the transposed mma layout.
+  const bool swap;
+  // Warp-specialized: a producer warpgroup added to the block issues every
+  // copy and signals a `full` mbarrier per stage through cp.async's own
+  // arrive; the num_warps consumer warps wait on it, run the wgmmas and
+  // arrive on the stage's `empty` mbarrier once those completed. No CTA
+  // barrier, and the consumers' instruction stream holds no copies.
+  const bool ws;
+  static constexpr int64_t P = 128; // producer threads
+public:
+  // The inner loop of a persistent loop (lowerPersistentDotLoop): its
+  // operands are lowered per tile, after applies().
+  bool persistent = false;
+
+private:
+  // Registers per thread with two consumer warpgroups (setmaxnreg): the
+  // producers keep each chunk's hoisted address, 128 x 104 + 256 x 200 <= 64K.
+  static constexpr int64_t kProducerRegs = 104, kConsumerRegs = 200;
+  const bool bViaRegs;
+  const int64_t BM, BK, BN;
+  const int64_t eb; // operand element bytes
+  const int64_t vecElems;
+  const int64_t kPerInst; // every wgmma consumes 32 bytes of K
+  // Each warpgroup owns BM / (numWarps / 4) rows, in blocks of 64 (one wgmma
+  // row block each).
+  const int64_t warpgroups;
+  const int64_t S; // stages
+  // Swizzle widths: A's rows are K; B's rows are N (16-bit) or, stored
+  // transposed, K as well.
+  const int64_t WA, WB;
+  const int64_t aBytes, bBytes, stageBytes;
+  // B staged (tf32/s8 with num_stages >= 4): B is copied by cp.async, like A,
+  // into a row-major staging ring (rows padded by 16 bytes so the transposing
+  // reads are conflict free), and transposed shared-to-shared into a ring of
+  // three K-major buffers one iteration before its wgmmas. Global latency then
+  // never sits between a load and a store. With 3 stages, or when that does
+  // not fit, B goes through registers within the iteration.
+  const int64_t rawRow, rawBytes;
+  const int64_t stagedBytes;
+  const bool bStaged;
+  const int64_t totalBytes;
+  // B via registers: the thread's chunks of the BK x BN tile, loaded as
+  // 16-byte vectors when in bounds and aligned, else element by element.
+  const Layout bLay;
+  // One 16-byte vector per chunk (i8 lanes would each take a register).
+  const int64_t bRegs;
+  const int64_t nChunks; // 16-byte chunks in a row of B
+  const VectorType vt;
+  // wgmma (sm_90a), or mma.sync m16n8k16 with ldmatrix fragments (sm_80 and
+  // later, 16-bit operands) reading the same swizzled stages.
+  const bool useWgmma;
+  const Layout accLay;
+  const int64_t T;  // the warpgroup's 64-row blocks
+  const int64_t R;  // all T blocks: T * BN / 2 registers per thread
+  const int64_t RB; // one block's: BN / 2 (R / T)
+  const std::string accCons;
+
+  // Set by emit() before the copies and the loop use them.
+  Value ptid;     // warp-specialized producer code: the thread's index in the producer warpgroup
+  Value smemAddr; // i32 shared-memory address of the pipeline's buffers
+  Value lo, step; // the source loop's lower bound and step
+  Type ivTy;      // its induction variable type
+  Value n;        // its trip count (i32)
+  SmallVector<Advance> advances;
+
+  // Inline PTX with side effects, so that nothing moves across it; several
+  // results come back as one literal struct.
+  LLVM::InlineAsmOp asmCall(TypeRange results, ValueRange operands, StringRef text,
+                            StringRef constraints) {
+    Type res;
+    if (results.size() == 1)
+      res = results[0];
+    else if (!results.empty())
+      res =
+          LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(results.begin(), results.end()));
+    return LLVM::InlineAsmOp::create(b_, loc, res, operands, text, constraints,
+                                     /*has_side_effects=*/true, /*is_align_stack=*/false,
+                                     LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
+                                     ArrayAttr());
+  }
+  // Constants and conversions for the i32 address and index arithmetic.
+  Value c32(int64_t v) { return kl_.i32c(v, loc); }
+  Value c64(int64_t v) { return arith::ConstantOp::create(b_, loc, b_.getI64IntegerAttr(v)); }
+  Value toI32(Value v);
+
+  // Trip count (the step of an scf.for is positive).
+  void emitTripCount();
+
+  // Each advancing pointer tile: its base tile and initial element offset.
+  bool emitAdvances();
+  // Binds every advancing pointer tile to its value in iteration j.
+  void bindOffsets(Value j /*i32*/);
+
+  // Copies one operand tile of iteration j into the stage at byte address
+  // `dst`, in the swizzled layout: row r, byte b of the row lands in column
+  // block b / W (each block holds every row, W bytes per row), and within the
+  // 8-row swizzle atom its 16-byte unit is XORed with the row's low bits.
+  Layout copyLayout(tile::LoadOp ld);
+  // Byte offset of element (r, c) in a stage buffer of R rows whose rows are
+  // W-byte swizzled (see issueCopy).
+  Value swizzled(Value r, Value colByte, int64_t R, int64_t W);
+  // The placement into a stage buffer of R rows, W-byte swizzled.
+  Placement swizzledIn(int64_t R, int64_t W);
+  // Copies one operand tile of iteration j to shared memory at `dst` +
+  // place(row, byte in row).
+  bool issueCopy(tile::LoadOp ld, Value dst, const Placement &place);
+
+  // Chunk k of this thread: groups of 16 consecutive chunks run down K, so a
+  // warp covers 16 K rows x 2 chunks along N. Its transposed stores then land
+  // in 32 distinct banks (two N rows of different swizzle phase, 16 K words
+  // each), and each K row still reads 32 contiguous bytes (one sector).
+  SmallVector<Value> bChunkCoords(int64_t k);
+  // Loads the thread's chunks of `ld` (B, in bChunkCoords order) into
+  // registers under the current binding of the loop body.
+  SmallVector<Value> loadRegs(tile::LoadOp ld);
+  // Stores B's registers transposed: element (k, n) goes to row n, byte k*eb
+  // of the K-major, W-swizzled stage buffer of BN rows.
+  void storeTransposed(ValueRange regs, Value dst);
+
+  // Lowers the loop body's index arithmetic for iteration j (i32) in a new
+  // scope (the caller pops it): iv = lo + j * step, pointer tiles j steps on.
+  bool bindIteration(Value j);
+  // B via registers: iteration j's B tile loaded into registers (poison when
+  // j >= n). Issued early in the iteration so that the latency overlaps the
+  // barrier and the wgmma issue before the transposed stores need the data.
+  bool loadB(Value j, SmallVector<Value> &vals);
+  // Shared-memory addresses (i32) of iteration j's A stage, of the K-major
+  // or N-major B buffer its wgmmas read, and (B staged) of its staging slot.
+  Value addr(int64_t base, Value idx, int64_t ring, int64_t bytes);
+  Value aStage(Value j);
+  Value bStage(Value j);
+  Value rawStage(Value j);
+  // B staged: byte offset of (row, byte in row) in a padded row-major staging slot.
+  Value rowMajorRaw(Value r, Value colByte);
+  // Issues iteration j's copies when j < n. B via registers: stores `bVals`
+  // (from loadB) transposed; B staged: copies B to its staging slot.
+  bool issueIteration(Value j, ArrayRef<Value> bVals);
+  // B staged: iteration j's staging slot -> its K-major buffer, when j < n.
+  // Reads 16-byte chunks in the store-friendly chunk order (bChunkCoords).
+  void transposeStaged(Value j);
+
+  // Closes one iteration's cp.async group, the unit that wait_group counts.
+  void commitCopies() { asmCall({}, {}, "cp.async.commit_group;", "~{memory}"); }
+
+  // Passes the accumulators through `wgmma.wait_group N`, so that no use of
+  // them can move above the wait.
+  SmallVector<Value> waitAcc(ValueRange accs, int pending);
+
+  // Prologue: iterations 0 .. S-3 in flight.
+  bool emitPrologue();
+
+  // A wgmma shared-memory descriptor: the address field of `addr` (i32)
+  // joined to the constant `high` part (descHigh).
+  Value desc(Value addr, int64_t high);
+  // Inline asm of one wgmma on a 64-row block: RB accumulators, the A and B
+  // descriptors, and a flag that turns on accumulation (scale-d).
+  std::string wgmmaText() const;
+  // Constraints of wgmmaText: RB accumulator outputs, the descriptors and the
+  // flag, and RB inputs tied to the outputs.
+  std::string wgmmaConstraints() const;
+
+  // The pipelined loop over i in [0, n), carrying the accumulators: waits for
+  // stage i, runs its wgmmas, then issues iteration i + S - 2. Null on an error.
+  /// mma.sync steps over stage `i`: per k16 step, A fragments of the warp's
+  /// tm row tiles by ldmatrix.x4 and B fragments of pairs of its n8 tiles by
+  /// ldmatrix.x4.trans, from the swizzled stages the wgmma path also uses.
+  void emitMmaSyncSteps(SmallVector<Value> &accs, Value i);
+
+  // One wgmma (inline asm `text`) on 64-row block t: `operands` then the
+  // block's RB accumulators, which it replaces.
+  void wgmmaOnBlock(const std::string &text, const std::string &cons, ArrayRef<Value> operands,
+                    SmallVector<Value> &accs, int64_t t) {
+    SmallVector<Value> all(operands.begin(), operands.end());
+    all.append(accs.begin() + t * RB, accs.begin() + (t + 1) * RB);
+    auto mma = asmCall(SmallVector<Type>(RB, accTy), all, text, cons + ",~{memory}");
+    for (int64_t r = 0; r < RB; ++r)
+      accs[t * RB + r] = LLVM::ExtractValueOp::create(b_, loc, mma.getResult(0), ArrayRef<int64_t>{r});
+  }
+  // The byte offset of the warpgroup's rows in an A stage.
+  Value wgRowBytes();
+  // The warpgroup's wgmmas on stage i, as one committed group.
+  void issueWgmmas(Value i, Value rowBytes, SmallVector<Value> &accs);
+
+  scf::ForOp emitLoop(ValueRange acc0);
+
+  // One iteration of the C^T = B^T A^T loop on stage i: B^T fragments into
+  // registers, the wgmmas, then iteration i + S - 2's copies. `fragOff` is the
+  // thread's byte offset in a B copy (see emitSwapLoop).
+  bool emitSwapIteration(Value i, Value fragOff, SmallVector<Value> &accs);
+  // The B^T fragments of stage i and the warpgroup's wgmmas on it, as one
+  // committed group.
+  void issueSwapWgmmas(Value i, Value fragOff, SmallVector<Value> &accs);
+
+  // The C^T = B^T A^T loop. wgmma reads its register operands asynchronously,
+  // and one group stays in flight across iterations: the body is unrolled by
+  // two so that consecutive iterations load their fragments into different
+  // registers (a loop body redefining them while the previous group still
+  // reads them would make ptxas serialize the wgmmas). An odd last iteration
+  // follows the loop.
+  // The thread's byte offset of its B^T fragments in a B copy.
+  Value swapFragOffset();
+  bool emitSwapLoop(ValueRange acc0, SmallVector<Value> &accs);
+  // for i in [0, n): iteration(i), unrolled by two, the odd last one after.
+  bool emitUnrolledLoop(ValueRange acc0, SmallVector<Value> &accs,
+                        const std::function<bool(Value, SmallVector<Value> &)> &iteration);
+
+  // mbarrier `which` (0 full, 1 empty) of stage slot `slot` (i32).
+  Value mbar(int which, Value slot);
+  Value slotOf(Value j) { return arith::RemUIOp::create(b_, loc, j, c32(S)); }
+  // The parity of j's use of its slot; the phase before the first counts as complete
+  // with parity 1, so a producer's first wait on `empty` passes at once.
+  Value parityOf(Value j, int64_t bias);
+  void mbarWait(Value bar, Value parity);
+
+  // The warp-specialized loop: barriers set up by thread 0 before the
+  // block-wide barrier, then the producer warpgroup (threads past the
+  // num_warps warps) copies every iteration and exits, while the consumers
+  // run the wgmmas. Registers move from producers to consumers with
+  // setmaxnreg when two consumer warpgroups need them.
+  bool emitWarpSpecialized(ValueRange acc0, SmallVector<Value> &accs);
+
+  // Warp-specialized pieces, also used by the persistent loop
+  // (PersistentDotLoop): ring slots and phases follow a running iteration
+  // count `base + j` across the tiles a block computes.
+  bool moveRegs() const { return kl_.numWarps_ == 8; }
+  Value isProducer();
+  // Thread 0 initializes the stages' mbarriers before a block-wide barrier.
+  // The block gains the producer warps; with setmaxnreg the kernel needs a
+  // register cap at entry (65536 / 384 threads, rounded down to 8).
+  void wsSetup();
+  void producerRegs();
+  // Past this point only the consumer warps run: barriers name them alone.
+  void consumerRegs();
+  // The producer's copies of iterations 0 .. n-1 (after emitTripCount and
+  // emitAdvances), each into the stage of running iteration base + j once
+  // the consumers released it.
+  bool wsProducer(Value base);
+  // The consumers' wgmmas over iterations 0 .. n-1 (running base + i); all
+  // complete on return. releaseLast: also release the last iteration's stage
+  // (the producer reuses it for the next tile).
+  bool wsConsumer(ValueRange acc0, SmallVector<Value> &accs, Value base, bool releaseLast);
+
+  // Results: the accumulator in its mma layout; pointer tiles advanced n steps.
+  void bindResults(ArrayRef<Value> accs);
+};
+
+} // namespace tessera::lowering::detail
+
+#endif

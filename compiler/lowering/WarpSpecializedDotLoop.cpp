@@ -1,0 +1,251 @@
+// Warp specialization of pipelined dot loops (DotLoopEmitter's ws pieces)
+// and persistent tile loops; see docs/architecture.md section 4.
+#include "DotLoopEmitter.h"
+
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace tessera::lowering::detail {
+
+Value DotLoopEmitter::mbar(int which, Value slot) {
+  return arith::AddIOp::create(
+      b_, loc, smemAddr,
+      arith::AddIOp::create(b_, loc, c32(totalBytes + which * 8 * S),
+                            arith::MulIOp::create(b_, loc, slot, c32(8))));
+}
+
+Value DotLoopEmitter::parityOf(Value j, int64_t bias) {
+  return arith::AndIOp::create(
+      b_, loc, arith::AddIOp::create(b_, loc, arith::DivUIOp::create(b_, loc, j, c32(S)), c32(bias)),
+      c32(1));
+}
+
+void DotLoopEmitter::mbarWait(Value bar, Value parity) {
+  asmCall({}, {bar, parity},
+          "{\n.reg .pred p;\nWAIT_${:uid}:\n"
+          "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n"
+          "@!p bra.uni WAIT_${:uid};\n}",
+          "r,r,~{memory}");
+}
+
+bool DotLoopEmitter::emitWarpSpecialized(ValueRange acc0, SmallVector<Value> &accs) {
+  wsSetup();
+  {
+    scf::IfOp role = kl_.makeIf(isProducer(), false, loc);
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointToStart(role.thenBlock());
+    producerRegs();
+    if (!wsProducer(c32(0)))
+      return false;
+    asmCall({}, {}, "exit;", "~{memory}");
+  }
+  consumerRegs();
+  return wsConsumer(acc0, accs, c32(0), /*releaseLast=*/false);
+}
+
+Value DotLoopEmitter::isProducer() {
+  return arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::uge, kl_.tid_, c32(kl_.threads_));
+}
+
+void DotLoopEmitter::wsSetup() {
+  Value first = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::eq, kl_.tid_, c32(0));
+  {
+    scf::IfOp init = kl_.makeIf(first, false, loc);
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointToStart(init.thenBlock());
+    for (int64_t q = 0; q < S; ++q) {
+      asmCall({}, {mbar(0, c32(q)), c32(P)}, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}");
+      asmCall({}, {mbar(1, c32(q)), c32(kl_.numWarps_)}, "mbarrier.init.shared::cta.b64 [$0], $1;",
+              "r,r,~{memory}");
+    }
+  }
+  kl_.barrier(loc);
+  kl_.extraWarps_ = 4;
+  if (moveRegs())
+    kl_.maxRegs_ = 168;
+}
+
+void DotLoopEmitter::producerRegs() {
+  if (moveRegs())
+    asmCall({}, {}, "setmaxnreg.dec.sync.aligned.u32 " + std::to_string(kProducerRegs) + ";", "~{memory}");
+}
+
+void DotLoopEmitter::consumerRegs() {
+  if (moveRegs())
+    asmCall({}, {}, "setmaxnreg.inc.sync.aligned.u32 " + std::to_string(kConsumerRegs) + ";", "~{memory}");
+  kl_.barrierThreads_ = kl_.threads_;
+}
+
+bool DotLoopEmitter::wsProducer(Value base) {
+  auto loop = scf::ForOp::create(b_, loc, c32(0), n, c32(1));
+  OpBuilder::InsertionGuard g(b_);
+  kl_.enterLoopBody(loop);
+  Value j = loop.getInductionVar();
+  Value gj = arith::AddIOp::create(b_, loc, base, j);
+  ptid = arith::SubIOp::create(b_, loc, kl_.tid_, c32(kl_.threads_));
+  Value slot = slotOf(gj);
+  mbarWait(mbar(1, slot), parityOf(gj, 1));
+  if (!bindIteration(j))
+    return false;
+  issueCopy(m_.loadA, aStage(gj), swizzledIn(BM, WA));
+  if (swap)
+    issueCopy(m_.loadB, rawStage(gj), [this](Value r, Value colByte) { return rowMajorRaw(r, colByte); });
+  else
+    issueCopy(m_.loadB, bStage(gj), swizzledIn(BK, WB));
+  kl_.popScope();
+  asmCall({}, {mbar(0, slot)}, "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];", "r,~{memory}");
+  scf::YieldOp::create(b_, loc);
+  ptid = Value();
+  return true;
+}
+
+bool DotLoopEmitter::wsConsumer(ValueRange acc0, SmallVector<Value> &accs, Value base, bool releaseLast) {
+  Value rowBytes = swap ? swapFragOffset() : wgRowBytes();
+  Value lane0 = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::eq,
+                                      arith::AndIOp::create(b_, loc, kl_.tid_, c32(31)), c32(0));
+  // Lane 0 of each consumer warp releases running iteration g's stage (its
+  // wgmmas are complete: the wait before is warp-collective).
+  auto release = [&](Value cond, Value g) {
+    scf::IfOp rel = kl_.makeIf(arith::AndIOp::create(b_, loc, cond, lane0), false, loc);
+    OpBuilder::InsertionGuard ig(b_);
+    b_.setInsertionPointToStart(rel.thenBlock());
+    asmCall({}, {mbar(1, slotOf(g))}, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}");
+  };
+  bool ok = emitUnrolledLoop(acc0, accs, [&](Value i, SmallVector<Value> &a) {
+    Value gi = arith::AddIOp::create(b_, loc, base, i);
+    mbarWait(mbar(0, slotOf(gi)), parityOf(gi, 0));
+    // The copies were generic-proxy writes; wgmma reads through the async proxy.
+    asmCall({}, {}, "fence.proxy.async.shared::cta;", "~{memory}");
+    if (swap)
+      issueSwapWgmmas(gi, rowBytes, a);
+    else
+      issueWgmmas(gi, rowBytes, a);
+    a = waitAcc(a, 1);
+    release(arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::ugt, i, c32(0)),
+            arith::SubIOp::create(b_, loc, gi, c32(1)));
+    return true;
+  });
+  if (!ok)
+    return false;
+  accs = waitAcc(accs, 0);
+  if (releaseLast)
+    release(arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::sgt, n, c32(0)),
+            arith::SubIOp::create(b_, loc, arith::AddIOp::create(b_, loc, base, n), c32(1)));
+  return true;
+}
+
+// A persistent matmul: an outer loop over output tiles (each block takes
+// tiles program_id, program_id + num_programs, ...) whose body is index
+// arithmetic, one pipelined dot loop, then stores. Warp-specialized across
+// tiles: the outer loop is lowered twice, for the producer warpgroup (index
+// arithmetic and copies, the stores skipped) and for the consumers (wgmmas
+// and epilogue), with ring slots and mbarrier phases continuing from tile to
+// tile. The producers run into the next tile while the consumers store the
+// last, which hides the epilogue and the pipeline's fill.
+std::optional<bool> KernelLowering::lowerPersistentDotLoop(scf::ForOp outer) {
+  if (!warpSpecialize_ || arch_ != "sm_90a" || (numWarps_ != 4 && numWarps_ != 8) ||
+      outer->getParentOp() != src_.getOperation() || touchedMemory_ || smemUsed_ ||
+      outer.getNumResults())
+    return std::nullopt;
+  Block &body = *outer.getBody();
+  scf::ForOp inner;
+  for (Operation &o : body.without_terminator()) {
+    if (auto f = dyn_cast<scf::ForOp>(o)) {
+      if (inner)
+        return std::nullopt;
+      inner = f;
+    } else if (isa<tile::StoreOp>(o)) {
+      if (!inner)
+        return std::nullopt;
+    } else if (!isMemoryEffectFree(&o)) {
+      return std::nullopt;
+    }
+  }
+  if (!inner)
+    return std::nullopt;
+  std::optional<DotLoop> m = matchDotLoop(inner);
+  if (!m)
+    return std::nullopt;
+  std::optional<WgmmaKind> kind = wgmmaKindOf(m->dot);
+  if (!kind)
+    return std::nullopt;
+  // The epilogue stages its stores in shared memory of its own (the stages
+  // are busy with the next tile): room for the widest store.
+  int64_t epilogueBytes = 0;
+  for (Operation *o = inner->getNextNode(); o; o = o->getNextNode())
+    if (auto st = dyn_cast<tile::StoreOp>(o))
+      if (auto rt = dyn_cast<RankedTensorType>(st.getValue().getType()); rt && rt.getRank() == 2)
+        epilogueBytes = std::max(epilogueBytes, rt.getDimSize(0) * (rt.getDimSize(1) *
+                                                    byteWidth(convertElem(rt.getElementType())) + 16));
+  Location loc = outer.getLoc();
+  // Without room for the staged epilogue, it stores from registers.
+  for (int64_t reserve : {epilogueBytes, int64_t(0)})
+  for (bool swapPath : {true, false}) {
+    if (swapPath && !kind->tf32)
+      continue;
+    for (int stages = numStages_; stages >= 3; --stages) {
+      if (stages & (stages - 1)) // power-of-two rings (see lowerPipelinedDotLoop)
+        continue;
+      DotLoopEmitter e(*this, inner, *m, *kind, stages, /*wgmma=*/true, swapPath, /*ws=*/true);
+      e.persistent = true;
+      if (!e.applies() || smemUsed_ + 1024 + e.allocBytes() + reserve + 16 > kMaxSharedBytes)
+        continue;
+      remark(outer, "persistent dot loop: " + e.summary());
+      e.allocate();
+      e.wsSetup();
+      Value lb = scalarOf(outer.getLowerBound()), ub = scalarOf(outer.getUpperBound()),
+            st = scalarOf(outer.getStep());
+      // One role's copy of the outer loop; `role` lowers the dot loop and
+      // returns the iterations it ran.
+      auto roleLoop = [&](bool producer) -> bool {
+        Value zero = i32c(0, loc);
+        auto loop = scf::ForOp::create(b_, loc, lb, ub, st, ValueRange{zero});
+        OpBuilder::InsertionGuard g(b_);
+        enterLoopBody(loop);
+        bindScalar(outer.getInductionVar(), loop.getInductionVar());
+        Value base = loop.getRegionIterArgs()[0];
+        pushScope();
+        bool after = false, ok = true;
+        for (Operation &o : body.without_terminator()) {
+          if (&o == inner.getOperation()) {
+            e.emitTripCount();
+            ok = e.emitAdvances();
+            if (ok && producer) {
+              ok = e.wsProducer(base);
+            } else if (ok) {
+              SmallVector<Value> acc0 = materializeIn(inner.getInitArgs()[m->accIndex], e.accLayout(), loc);
+              SmallVector<Value> accs;
+              ok = e.wsConsumer(acc0, accs, base, /*releaseLast=*/true);
+              if (ok)
+                e.bindResults(accs);
+            }
+            after = true;
+          } else if (!(producer && after)) { // producers skip the epilogue
+            ok = lowerOp(&o);
+          }
+          if (!ok)
+            break;
+        }
+        if (ok)
+          scf::YieldOp::create(b_, loc, ValueRange{arith::AddIOp::create(b_, loc, base, e.tripCount())});
+        popScope();
+        return ok;
+      };
+      {
+        scf::IfOp role = makeIf(e.isProducer(), false, loc);
+        OpBuilder::InsertionGuard g(b_);
+        b_.setInsertionPointToStart(role.thenBlock());
+        e.producerRegs();
+        if (!roleLoop(true))
+          return false;
+        LLVM::InlineAsmOp::create(b_, loc, Type(), ValueRange{}, "exit;", "~{memory}", true, false,
+                                  LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
+                                  ArrayAttr());
+      }
+      e.consumerRegs();
+      return roleLoop(false);
+    }
+  }
+  return std::nullopt;
+}
+
+} // namespace tessera::lowering::detail
