@@ -22,6 +22,7 @@
 
 int main(int argc, char **argv) {
   // Not multiples of the tile, but of 16 (whole 16-byte copies); several tiles.
+  // The fp64 check below runs on one CPU core: keep M * N * K modest.
   const int32_t M = argc > 3 ? std::atoi(argv[1]) : 272;
   const int32_t N = argc > 3 ? std::atoi(argv[2]) : 528;
   const int32_t K = argc > 3 ? std::atoi(argv[3]) : 144;
