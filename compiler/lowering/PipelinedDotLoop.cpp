@@ -157,9 +157,13 @@ bool DotLoopEmitter::wsApplies(const std::function<bool(std::string)> &no) {
     bool aligned = kl_.axis_.get(ld.getPtr()).divisibility.back() >= 16;
     bool maskWhole = !ld.getMask() || kl_.axis_.get(ld.getMask()).constancy.back() >= vecElems;
     auto rt = cast<RankedTensorType>(ld.getType());
-    if (!aligned || !maskWhole || (rt.getNumElements() / vecElems) % P)
-      return no("warp specialization needs 16-byte aligned copies, whole-chunk masks and "
-                "tiles that split over 128 producer threads");
+    // 4-byte elements never take an element-wise path (issueCopy).
+    bool async = (aligned && maskWhole) ||
+                 (eb == 4 && kl_.axis_.get(ld.getPtr()).divisibility.back() >= 4);
+    if (!async || (rt.getNumElements() / vecElems) % P)
+      return no("warp specialization needs copies without an element-wise path (16-byte aligned, "
+                "whole-chunk masks, or 4-byte elements) and tiles that split over 128 producer "
+                "threads");
   }
   return true;
 }
@@ -331,6 +335,32 @@ bool DotLoopEmitter::issueCopy(tile::LoadOp ld, Value dst, const Placement &plac
     for (int64_t v = 0; ld.getMask() && v < (maskWhole ? 1 : vecElems); ++v) {
       SmallVector<Value> cv{c[0], v ? Value(arith::AddIOp::create(b_, loc, c[1], c32(v))) : c[1]};
       mk.push_back(kl_.elem(ld.getMask(), cv, loc));
+    }
+    if (!(aligned && maskWhole) && eb == 4 && pa.divisibility.back() >= 4) {
+      // 4-byte elements: a chunk that may be misaligned (ROAST's hashed
+      // offsets, odd leading dimensions) or partly masked is copied as one
+      // 16-byte cp.async when aligned and whole at run time, else as four
+      // 4-byte ones, each zero-filled when masked off. Every copy stays
+      // asynchronous: no element-wise path.
+      SmallVector<Value> sizes;
+      for (int64_t v = 0; v < vecElems; ++v) {
+        Value m = mk.empty() ? Value() : mk[maskWhole ? 0 : v];
+        sizes.push_back(m ? Value(arith::SelectOp::create(b_, loc, m, c32(4), c32(0))) : c32(4));
+      }
+      Value wide = kl_.vectorGuard(mk, p0, 16, aligned, loc);
+      if (!wide)
+        wide = arith::ConstantOp::create(b_, loc, b_.getBoolAttr(true));
+      SmallVector<Value> operands{dsts.back(), p0, arith::ExtUIOp::create(b_, loc, i32, wide)};
+      operands.append(sizes.begin(), sizes.end());
+      asmCall({}, operands,
+              "{\n.reg .pred p;\nsetp.ne.b32 p, $2, 0;\n"
+              "@p cp.async.cg.shared.global [$0], [$1], 16;\n"
+              "@!p cp.async.ca.shared.global [$0], [$1], 4, $3;\n"
+              "@!p cp.async.ca.shared.global [$0+4], [$1+4], 4, $4;\n"
+              "@!p cp.async.ca.shared.global [$0+8], [$1+8], 4, $5;\n"
+              "@!p cp.async.ca.shared.global [$0+12], [$1+12], 4, $6;\n}",
+              "r,l,r,r,r,r,r,~{memory}");
+      continue;
     }
     if (aligned && maskWhole) {
       // Every chunk is all in or all out: a masked-off chunk copies 0 source

@@ -67,7 +67,7 @@ TEST_CASE("Copies that may be partial are not warp-specialized", "[lowering][ws]
   CHECK(r.blockWarps.at("matmul") == 8);
   CHECK_FALSE(remarked(r, "warp-specialized (a producer warpgroup copies)"));
   // The remark says why.
-  CHECK(remarked(r, "(not warp-specialized: warp specialization needs 16-byte aligned copies"));
+  CHECK(remarked(r, "(not warp-specialized: warp specialization needs copies without an element-wise path"));
 }
 
 TEST_CASE("The persistent matmul is warp-specialized across its tile loop", "[lowering][ws]") {
