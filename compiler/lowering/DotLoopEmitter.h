@@ -260,6 +260,17 @@ private:
   // block b / W (each block holds every row, W bytes per row), and within the
   // 8-row swizzle atom its 16-byte unit is XORed with the row's low bits.
   Layout copyLayout(tile::LoadOp ld);
+  // What axis info proves about an operand's 16-byte chunks, which decides
+  // how issueCopy copies them (and whether warp specialization may).
+  struct CopyFacts {
+    bool aligned;   // every chunk starts 16-byte aligned
+    bool maskWhole; // every chunk is all in or all out of the mask
+    bool fourByte;  // 4-byte elements at 4-byte aligned addresses: when not
+                    // aligned and whole, copied as four 4-byte cp.async
+    // No element-wise path: every copy is a cp.async.
+    bool async() const { return (aligned && maskWhole) || fourByte; }
+  };
+  CopyFacts copyFacts(tile::LoadOp ld);
   // Byte offset of element (r, c) in a stage buffer of R rows whose rows are
   // W-byte swizzled (see issueCopy).
   Value swizzled(Value r, Value colByte, int64_t R, int64_t W);

@@ -154,13 +154,8 @@ bool DotLoopEmitter::wsApplies(const std::function<bool(std::string)> &no) {
     return no("warp specialization needs the loop at the kernel's top level, after code that "
               "touches no memory");
   for (tile::LoadOp ld : {m_.loadA, m_.loadB}) {
-    bool aligned = kl_.axis_.get(ld.getPtr()).divisibility.back() >= 16;
-    bool maskWhole = !ld.getMask() || kl_.axis_.get(ld.getMask()).constancy.back() >= vecElems;
     auto rt = cast<RankedTensorType>(ld.getType());
-    // 4-byte elements never take an element-wise path (issueCopy).
-    bool async = (aligned && maskWhole) ||
-                 (eb == 4 && kl_.axis_.get(ld.getPtr()).divisibility.back() >= 4);
-    if (!async || (rt.getNumElements() / vecElems) % P)
+    if (!copyFacts(ld).async() || (rt.getNumElements() / vecElems) % P)
       return no("warp specialization needs copies without an element-wise path (16-byte aligned, "
                 "whole-chunk masks, or 4-byte elements) and tiles that split over 128 producer "
                 "threads");
@@ -281,6 +276,15 @@ void DotLoopEmitter::bindOffsets(Value j /*i32*/) {
   }
 }
 
+DotLoopEmitter::CopyFacts DotLoopEmitter::copyFacts(tile::LoadOp ld) {
+  AxisInfo pa = kl_.axis_.get(ld.getPtr());
+  CopyFacts f;
+  f.aligned = pa.divisibility.back() >= 16;
+  f.maskWhole = !ld.getMask() || kl_.axis_.get(ld.getMask()).constancy.back() >= vecElems;
+  f.fourByte = eb == 4 && pa.divisibility.back() >= 4;
+  return f;
+}
+
 Layout DotLoopEmitter::copyLayout(tile::LoadOp ld) {
   auto rt = cast<RankedTensorType>(ld.getType());
   Layout cl;
@@ -311,9 +315,7 @@ bool DotLoopEmitter::issueCopy(tile::LoadOp ld, Value dst, const Placement &plac
   Layout cl = copyLayout(ld);
   if (ptid) // the producer warpgroup's chunks
     cl.chunks = cl.total / (P * vecElems);
-  AxisInfo pa = kl_.axis_.get(ld.getPtr());
-  bool aligned = pa.divisibility.back() >= 16;
-  bool maskWhole = !ld.getMask() || kl_.axis_.get(ld.getMask()).constancy.back() >= vecElems;
+  auto [aligned, maskWhole, fourByte] = copyFacts(ld);
   SmallVector<Value> fast, dsts, ptrs;
   SmallVector<SmallVector<Value>> masks;
   for (int64_t k = 0; k < cl.chunks; ++k) {
@@ -336,7 +338,7 @@ bool DotLoopEmitter::issueCopy(tile::LoadOp ld, Value dst, const Placement &plac
       SmallVector<Value> cv{c[0], v ? Value(arith::AddIOp::create(b_, loc, c[1], c32(v))) : c[1]};
       mk.push_back(kl_.elem(ld.getMask(), cv, loc));
     }
-    if (!(aligned && maskWhole) && eb == 4 && pa.divisibility.back() >= 4) {
+    if (!(aligned && maskWhole) && fourByte) {
       // 4-byte elements: a chunk that may be misaligned (ROAST's hashed
       // offsets, odd leading dimensions) or partly masked is copied as one
       // 16-byte cp.async when aligned and whole at run time, else as four
@@ -427,9 +429,8 @@ SmallVector<Value> DotLoopEmitter::bChunkCoords(int64_t k) {
 }
 
 SmallVector<Value> DotLoopEmitter::loadRegs(tile::LoadOp ld) {
-  AxisInfo pa = kl_.axis_.get(ld.getPtr());
-  bool aligned = pa.divisibility.back() >= 16;
-  bool maskWhole = !ld.getMask() || kl_.axis_.get(ld.getMask()).constancy.back() >= vecElems;
+  CopyFacts facts = copyFacts(ld);
+  bool aligned = facts.aligned, maskWhole = facts.maskWhole;
   SmallVector<Value> ptrs, masks;
   Value all;
   for (int64_t k = 0; k < bLay.chunks; ++k) {

@@ -84,14 +84,13 @@ bool DotLoopEmitter::wsProducer(Value base) {
   ptid = arith::SubIOp::create(b_, loc, kl_.tid_, c32(kl_.threads_));
   Value slot = slotOf(gj);
   mbarWait(mbar(1, slot), parityOf(gj, 1));
-  if (!bindIteration(j))
-    return false;
-  issueCopy(m_.loadA, aStage(gj), swizzledIn(BM, WA));
-  if (swap)
-    issueCopy(m_.loadB, rawStage(gj), [this](Value r, Value colByte) { return rowMajorRaw(r, colByte); });
-  else
-    issueCopy(m_.loadB, bStage(gj), swizzledIn(BK, WB));
+  bool ok = bindIteration(j) && issueCopy(m_.loadA, aStage(gj), swizzledIn(BM, WA)) &&
+            (swap ? issueCopy(m_.loadB, rawStage(gj),
+                              [this](Value r, Value colByte) { return rowMajorRaw(r, colByte); })
+                  : issueCopy(m_.loadB, bStage(gj), swizzledIn(BK, WB)));
   kl_.popScope();
+  if (!ok)
+    return false;
   asmCall({}, {mbar(0, slot)}, "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];", "r,~{memory}");
   scf::YieldOp::create(b_, loc);
   ptid = Value();
