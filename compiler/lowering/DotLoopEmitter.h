@@ -227,20 +227,10 @@ private:
   Value n;        // its trip count (i32)
   SmallVector<Advance> advances;
 
-  // Inline PTX with side effects, so that nothing moves across it; several
-  // results come back as one literal struct.
+  // KernelLowering::sideEffectAsm at the loop's location.
   LLVM::InlineAsmOp asmCall(TypeRange results, ValueRange operands, StringRef text,
                             StringRef constraints) {
-    Type res;
-    if (results.size() == 1)
-      res = results[0];
-    else if (!results.empty())
-      res =
-          LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(results.begin(), results.end()));
-    return LLVM::InlineAsmOp::create(b_, loc, res, operands, text, constraints,
-                                     /*has_side_effects=*/true, /*is_align_stack=*/false,
-                                     LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
-                                     ArrayAttr());
+    return kl_.sideEffectAsm(results, operands, text, constraints, loc);
   }
   // Constants and conversions for the i32 address and index arithmetic.
   Value c32(int64_t v) { return kl_.i32c(v, loc); }

@@ -198,16 +198,27 @@ private:
   Value smemBase(int64_t offsetBytes, Location loc);
   int64_t allocSmem(int64_t bytes);
   Value smemPtr(Value base, Value index, Type elemTy, Location loc);
+  // Inline PTX with side effects, so that nothing moves across it; several
+  // results come back as one literal struct.
+  LLVM::InlineAsmOp sideEffectAsm(TypeRange results, ValueRange operands, StringRef text,
+                                  StringRef constraints, Location loc) {
+    Type res;
+    if (results.size() == 1)
+      res = results[0];
+    else if (!results.empty())
+      res = LLVM::LLVMStructType::getLiteral(b_.getContext(),
+                                             SmallVector<Type>(results.begin(), results.end()));
+    return LLVM::InlineAsmOp::create(b_, loc, res, operands, text, constraints,
+                                     /*has_side_effects=*/true, /*is_align_stack=*/false,
+                                     LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
+                                     ArrayAttr());
+  }
   void barrier(Location loc) {
     if (!barrierThreads_) {
       NVVM::Barrier0Op::create(b_, loc);
       return;
     }
-    LLVM::InlineAsmOp::create(b_, loc, Type(), ValueRange{},
-                              "bar.sync 1, " + std::to_string(barrierThreads_) + ";", "~{memory}",
-                              /*has_side_effects=*/true, /*is_align_stack=*/false,
-                              LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
-                              ArrayAttr());
+    sideEffectAsm({}, {}, "bar.sync 1, " + std::to_string(barrierThreads_) + ";", "~{memory}", loc);
   }
   /// How a contiguous group of `vec` lanes may be accessed as one vector.
   struct VectorPlan {

@@ -236,9 +236,7 @@ std::optional<bool> KernelLowering::lowerPersistentDotLoop(scf::ForOp outer) {
         e.producerRegs();
         if (!roleLoop(true))
           return false;
-        LLVM::InlineAsmOp::create(b_, loc, Type(), ValueRange{}, "exit;", "~{memory}", true, false,
-                                  LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
-                                  ArrayAttr());
+        sideEffectAsm({}, {}, "exit;", "~{memory}", loc);
       }
       e.consumerRegs();
       return roleLoop(false);
