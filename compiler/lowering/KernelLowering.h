@@ -268,6 +268,19 @@ private:
     scf::YieldOp::create(b_, loc, o);
     return ifOp.getResult(0);
   }
+  /// Stores `val` at `ptr` where `mask` is on (no mask: always); a branch, so
+  /// masked-off lanes touch no memory.
+  void maskedStore(Value val, Value ptr, Value mask, Location loc) {
+    int64_t align = byteWidth(val.getType());
+    if (!mask) {
+      LLVM::StoreOp::create(b_, loc, val, ptr, align);
+      return;
+    }
+    auto ifOp = makeIf(mask, false, loc);
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointToStart(ifOp.thenBlock());
+    LLVM::StoreOp::create(b_, loc, val, ptr, align);
+  }
   /// scf.if without results, with a terminator in every block it has.
   scf::IfOp makeIf(Value cond, bool withElse, Location loc) {
     auto ifOp = scf::IfOp::create(b_, loc, TypeRange{}, cond, true, withElse);

@@ -120,15 +120,7 @@ bool KernelLowering::lowerStoreThroughSmem(tile::StoreOp op, const Layout &mmaLa
     for (int64_t v = 0; v < bl.vec; ++v) {
       Value p = LLVM::GEPOp::create(b_, loc, ptr.getType(), et, ptr, ArrayRef<LLVM::GEPArg>{int32_t(v)});
       Value x = LLVM::ExtractElementOp::create(b_, loc, vec, i32c(v, loc));
-      Value m = masks.empty() ? Value() : masks[v];
-      if (!m) {
-        LLVM::StoreOp::create(b_, loc, x, p, eb);
-        continue;
-      }
-      auto one = makeIf(m, false, loc);
-      OpBuilder::InsertionGuard g2(b_);
-      b_.setInsertionPointToStart(one.thenBlock());
-      LLVM::StoreOp::create(b_, loc, x, p, eb);
+      maskedStore(x, p, masks.empty() ? Value() : masks[v], loc);
     }
   }
   return true;

@@ -624,16 +624,7 @@ bool KernelLowering::lowerStore(tile::StoreOp op) {
   Type et = convertElem(getElementTypeOrSelf(op.getValue().getType()));
   if (et.isInteger(1))
     return fail(op, "stores of i1 are not supported; store booleans as i8");
-  auto storeOne = [&](Value ptr, Value val, Value mask) {
-    if (!mask) {
-      LLVM::StoreOp::create(b_, loc, val, ptr, byteWidth(et));
-      return;
-    }
-    auto ifOp = makeIf(mask, false, loc);
-    OpBuilder::InsertionGuard g(b_);
-    b_.setInsertionPointToStart(ifOp.thenBlock());
-    LLVM::StoreOp::create(b_, loc, val, ptr, byteWidth(et));
-  };
+  auto storeOne = [&](Value ptr, Value val, Value mask) { maskedStore(val, ptr, mask, loc); };
   auto rt = dyn_cast<RankedTensorType>(op.getValue().getType());
   if (!rt) { // one thread writes a scalar
     Value first = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::eq, tid_, i32c(0, loc));
