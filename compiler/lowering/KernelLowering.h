@@ -319,6 +319,10 @@ private:
   // MmaEpilogue.cpp: a store of a value in an mma layout as 16-byte vectors
   // through shared memory; false (nothing emitted) when it does not apply.
   bool lowerStoreThroughSmem(tile::StoreOp op, const Layout &mmaLay);
+  // Its shared-memory row pitch for a 2-D tile: rows padded by 16 bytes.
+  int64_t epiloguePitch(RankedTensorType rt) {
+    return rt.getDimSize(1) * byteWidth(convertElem(rt.getElementType())) + 16;
+  }
   bool lowerAtomic(Operation *op);
   bool lowerDot(tile::DotOp op);
   bool lowerDotMma(tile::DotOp op, const Layout &lay, Value aS, Value bS);

@@ -40,7 +40,7 @@ bool KernelLowering::lowerStoreThroughSmem(tile::StoreOp op, const Layout &mmaLa
     return false;
   // Rows padded by 16 bytes: the 8 rows x 4 column pairs of a warp's mma
   // fragment then fall in distinct banks.
-  int64_t pitch = cols * eb + 16;
+  int64_t pitch = epiloguePitch(rt);
   int64_t bytes = rows * pitch;
   int64_t off;
   if (bytes <= scratchBytes_) {

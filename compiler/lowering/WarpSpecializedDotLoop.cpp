@@ -173,8 +173,7 @@ std::optional<bool> KernelLowering::lowerPersistentDotLoop(scf::ForOp outer) {
   for (Operation *o = inner->getNextNode(); o; o = o->getNextNode())
     if (auto st = dyn_cast<tile::StoreOp>(o))
       if (auto rt = dyn_cast<RankedTensorType>(st.getValue().getType()); rt && rt.getRank() == 2)
-        epilogueBytes = std::max(epilogueBytes, rt.getDimSize(0) * (rt.getDimSize(1) *
-                                                    byteWidth(convertElem(rt.getElementType())) + 16));
+        epilogueBytes = std::max(epilogueBytes, rt.getDimSize(0) * epiloguePitch(rt));
   Location loc = outer.getLoc();
   // Without room for the staged epilogue, it stores from registers.
   for (int64_t reserve : {epilogueBytes, int64_t(0)})
