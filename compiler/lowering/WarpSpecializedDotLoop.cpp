@@ -175,73 +175,75 @@ std::optional<bool> KernelLowering::lowerPersistentDotLoop(scf::ForOp outer) {
       if (auto rt = dyn_cast<RankedTensorType>(st.getValue().getType()); rt && rt.getRank() == 2)
         epilogueBytes = std::max(epilogueBytes, rt.getDimSize(0) * epiloguePitch(rt));
   Location loc = outer.getLoc();
-  // Without room for the staged epilogue, it stores from registers.
+  // The first that fits: tf32 as C^T where it applies, the largest
+  // power-of-two ring (see lowerPipelinedDotLoop), room for the staged
+  // epilogue (or, failing all, none: the epilogue then stores from registers).
+  auto fits = [&](int stages, bool swapPath, int64_t reserve) {
+    DotLoopEmitter e(*this, inner, *m, *kind, stages, /*wgmma=*/true, swapPath, /*ws=*/true);
+    e.persistent = true;
+    return e.applies() && smemUsed_ + 1024 + e.allocBytes() + reserve + 16 <= kMaxSharedBytes;
+  };
+  std::optional<std::pair<int, bool>> pick;
   for (int64_t reserve : {epilogueBytes, int64_t(0)})
-  for (bool swapPath : {true, false}) {
-    if (swapPath && !kind->tf32)
-      continue;
-    for (int stages = numStages_; stages >= 3; --stages) {
-      if (stages & (stages - 1)) // power-of-two rings (see lowerPipelinedDotLoop)
-        continue;
-      DotLoopEmitter e(*this, inner, *m, *kind, stages, /*wgmma=*/true, swapPath, /*ws=*/true);
-      e.persistent = true;
-      if (!e.applies() || smemUsed_ + 1024 + e.allocBytes() + reserve + 16 > kMaxSharedBytes)
-        continue;
-      remark(outer, "persistent dot loop: " + e.summary());
-      e.allocate();
-      e.wsSetup();
-      Value lb = scalarOf(outer.getLowerBound()), ub = scalarOf(outer.getUpperBound()),
-            st = scalarOf(outer.getStep());
-      // One role's copy of the outer loop; `role` lowers the dot loop and
-      // returns the iterations it ran.
-      auto roleLoop = [&](bool producer) -> bool {
-        Value zero = i32c(0, loc);
-        auto loop = scf::ForOp::create(b_, loc, lb, ub, st, ValueRange{zero});
-        OpBuilder::InsertionGuard g(b_);
-        enterLoopBody(loop);
-        bindScalar(outer.getInductionVar(), loop.getInductionVar());
-        Value base = loop.getRegionIterArgs()[0];
-        pushScope();
-        bool after = false, ok = true;
-        for (Operation &o : body.without_terminator()) {
-          if (&o == inner.getOperation()) {
-            e.emitTripCount();
-            ok = e.emitAdvances();
-            if (ok && producer) {
-              ok = e.wsProducer(base);
-            } else if (ok) {
-              SmallVector<Value> acc0 = materializeIn(inner.getInitArgs()[m->accIndex], e.accLayout(), loc);
-              SmallVector<Value> accs;
-              ok = e.wsConsumer(acc0, accs, base, /*releaseLast=*/true);
-              if (ok)
-                e.bindResults(accs);
-            }
-            after = true;
-          } else if (!(producer && after)) { // producers skip the epilogue
-            ok = lowerOp(&o);
-          }
-          if (!ok)
-            break;
+    for (bool swapPath : {true, false})
+      for (int stages = numStages_; stages >= 3 && !pick; --stages)
+        if (!(stages & (stages - 1)) && (!swapPath || kind->tf32) && fits(stages, swapPath, reserve))
+          pick = std::pair{stages, swapPath};
+  if (!pick)
+    return std::nullopt;
+  DotLoopEmitter e(*this, inner, *m, *kind, pick->first, /*wgmma=*/true, pick->second, /*ws=*/true);
+  e.persistent = true;
+  remark(outer, "persistent dot loop: " + e.summary());
+  e.allocate();
+  e.wsSetup();
+  Value lb = scalarOf(outer.getLowerBound()), ub = scalarOf(outer.getUpperBound()),
+        st = scalarOf(outer.getStep());
+  // One role's copy of the outer loop, carrying the running iteration count.
+  auto roleLoop = [&](bool producer) -> bool {
+    Value zero = i32c(0, loc);
+    auto loop = scf::ForOp::create(b_, loc, lb, ub, st, ValueRange{zero});
+    OpBuilder::InsertionGuard g(b_);
+    enterLoopBody(loop);
+    bindScalar(outer.getInductionVar(), loop.getInductionVar());
+    Value base = loop.getRegionIterArgs()[0];
+    pushScope();
+    bool after = false, ok = true;
+    for (Operation &o : body.without_terminator()) {
+      if (&o == inner.getOperation()) {
+        e.emitTripCount();
+        ok = e.emitAdvances();
+        if (ok && producer) {
+          ok = e.wsProducer(base);
+        } else if (ok) {
+          SmallVector<Value> acc0 = materializeIn(inner.getInitArgs()[m->accIndex], e.accLayout(), loc);
+          SmallVector<Value> accs;
+          ok = e.wsConsumer(acc0, accs, base, /*releaseLast=*/true);
+          if (ok)
+            e.bindResults(accs);
         }
-        if (ok)
-          scf::YieldOp::create(b_, loc, ValueRange{arith::AddIOp::create(b_, loc, base, e.tripCount())});
-        popScope();
-        return ok;
-      };
-      {
-        scf::IfOp role = makeIf(e.isProducer(), false, loc);
-        OpBuilder::InsertionGuard g(b_);
-        b_.setInsertionPointToStart(role.thenBlock());
-        e.producerRegs();
-        if (!roleLoop(true))
-          return false;
-        sideEffectAsm({}, {}, "exit;", "~{memory}", loc);
+        after = true;
+      } else if (!(producer && after)) { // producers skip the epilogue
+        ok = lowerOp(&o);
       }
-      e.consumerRegs();
-      return roleLoop(false);
+      if (!ok)
+        break;
     }
+    if (ok)
+      scf::YieldOp::create(b_, loc, ValueRange{arith::AddIOp::create(b_, loc, base, e.tripCount())});
+    popScope();
+    return ok;
+  };
+  {
+    scf::IfOp role = makeIf(e.isProducer(), false, loc);
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointToStart(role.thenBlock());
+    e.producerRegs();
+    if (!roleLoop(true))
+      return false;
+    sideEffectAsm({}, {}, "exit;", "~{memory}", loc);
   }
-  return std::nullopt;
+  e.consumerRegs();
+  return roleLoop(false);
 }
 
 } // namespace tessera::lowering::detail
