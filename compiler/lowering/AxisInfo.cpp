@@ -269,11 +269,11 @@ void AxisInfoAnalysis::visit(Operation *op) {
     AxisInfo r = pessimistic(op->getResult(0));
     APInt c;
     bool isDiv = isa<arith::DivSIOp, arith::DivUIOp>(op);
-    bool ok = matchPattern(op->getOperand(1), m_ConstantInt(&c)) && c.isStrictlyPositive() &&
-              c.getBitWidth() <= 64 &&
-              (isa<arith::DivUIOp, arith::RemUIOp>(op) || nonNegative(op->getOperand(0)));
-    if (ok) {
-      int64_t cf = pow2Factor(int64_t(c.getZExtValue()));
+    bool positiveConst = matchPattern(op->getOperand(1), m_ConstantInt(&c)) &&
+                         c.isStrictlyPositive() && c.getBitWidth() <= 64;
+    int64_t cf = positiveConst ? pow2Factor(int64_t(c.getZExtValue())) : 1;
+    if (positiveConst &&
+        (isa<arith::DivUIOp, arith::RemUIOp>(op) || nonNegative(op->getOperand(0)))) {
       for (int64_t d = 0; d < r.rank() && d < a.rank(); ++d) {
         int64_t g = std::min(a.contiguity[d], gcd2(a.divisibility[d], cf));
         if (isDiv) {
@@ -292,9 +292,7 @@ void AxisInfoAnalysis::visit(Operation *op) {
     }
     // x % c = x - q * c, whatever the signs: where every element of x is a
     // multiple of g, so is x % c for g dividing c (e.g. (pid * 64) % 64).
-    if (!isDiv && matchPattern(op->getOperand(1), m_ConstantInt(&c)) && c.isStrictlyPositive() &&
-        c.getBitWidth() <= 64) {
-      int64_t cf = pow2Factor(int64_t(c.getZExtValue()));
+    if (!isDiv && positiveConst) {
       for (int64_t d = 0; d < r.rank() && d < a.rank(); ++d)
         if (a.contiguity[d] <= 1)
           r.divisibility[d] = std::max(r.divisibility[d], gcd2(a.divisibility[d], cf));

@@ -624,12 +624,11 @@ bool KernelLowering::lowerStore(tile::StoreOp op) {
   Type et = convertElem(getElementTypeOrSelf(op.getValue().getType()));
   if (et.isInteger(1))
     return fail(op, "stores of i1 are not supported; store booleans as i8");
-  auto storeOne = [&](Value ptr, Value val, Value mask) { maskedStore(val, ptr, mask, loc); };
   auto rt = dyn_cast<RankedTensorType>(op.getValue().getType());
   if (!rt) { // one thread writes a scalar
     Value first = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::eq, tid_, i32c(0, loc));
     Value m = op.getMask() ? Value(arith::AndIOp::create(b_, loc, first, scalarOf(op.getMask()))) : first;
-    storeOne(scalarOf(op.getPtr()), scalarOf(op.getValue()), m);
+    maskedStore(scalarOf(op.getValue()), scalarOf(op.getPtr()), m, loc);
     return true;
   }
   // A value in a tensor-core layout is stored from the registers it is in
@@ -656,7 +655,7 @@ bool KernelLowering::lowerStore(tile::StoreOp op) {
     }
     if (!vectorize) {
       for (int64_t v = 0; v < lay.vec; ++v)
-        storeOne(ptrs[v], vals[v], masks[v]);
+        maskedStore(vals[v], ptrs[v], masks[v], loc);
       continue;
     }
     auto vt = VectorType::get({lay.vec}, et);
@@ -677,7 +676,7 @@ bool KernelLowering::lowerStore(tile::StoreOp op) {
     vecStore();
     b_.setInsertionPointToStart(ifOp.elseBlock());
     for (int64_t v = 0; v < lay.vec; ++v)
-      storeOne(ptrs[v], vals[v], masks[v]);
+      maskedStore(vals[v], ptrs[v], masks[v], loc);
   }
   return true;
 }
