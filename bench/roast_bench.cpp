@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <iostream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,18 @@ int main(int argc, char **argv) {
   }
   std::string kernels = std::getenv("TESSERA_KERNELS_DIR") ? std::getenv("TESSERA_KERNELS_DIR")
                                                            : std::string(TESSERA_SOURCE_DIR) + "/kernels_dsl";
+  std::vector<Config> configs = {{128, 256, 32, 8, 4}, {256, 64, 32, 4, 4}, {128, 64, 32, 4, 4},
+                                 {128, 128, 32, 4, 4}};
+  // ROAST_EXTRA="BM,BN,BK,warps,stages;...": more configs to try.
+  if (const char *e = std::getenv("ROAST_EXTRA")) {
+    std::istringstream list(e);
+    for (std::string item; std::getline(list, item, ';');) {
+      Config c{};
+      if (std::sscanf(item.c_str(), "%lld,%lld,%lld,%d,%d", (long long *)&c.bm, (long long *)&c.bn,
+                      (long long *)&c.bk, &c.warps, &c.stages) == 5)
+        configs.push_back(c);
+    }
+  }
   try {
     Context ctx;
     std::mt19937 rng(11);
@@ -75,21 +88,6 @@ int main(int argc, char **argv) {
         }
         double best = 1e30;
         std::string bestCfg, all;
-        std::vector<Config> configs = {{128, 256, 32, 8, 4}, {256, 64, 32, 4, 4}, {128, 64, 32, 4, 4},
-                                       {128, 128, 32, 4, 4}};
-        // ROAST_EXTRA="BM,BN,BK,warps,stages;...": more configs to try.
-        if (const char *e = std::getenv("ROAST_EXTRA")) {
-          std::string list = e;
-          for (size_t at = 0; at < list.size();) {
-            size_t end = list.find(';', at);
-            std::string item = list.substr(at, end == std::string::npos ? std::string::npos : end - at);
-            Config c{};
-            if (std::sscanf(item.c_str(), "%lld,%lld,%lld,%d,%d", (long long *)&c.bm, (long long *)&c.bn,
-                            (long long *)&c.bk, &c.warps, &c.stages) == 5)
-              configs.push_back(c);
-            at = end == std::string::npos ? list.size() : end + 1;
-          }
-        }
         for (Config cfg : configs) {
           JitOptions o;
           o.numWarps = cfg.warps;
