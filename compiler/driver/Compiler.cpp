@@ -18,7 +18,7 @@ namespace tessera {
 namespace detail {
 
 void loadTileDialects(MLIRContext &ctx) {
-  ctx.loadDialect<tile::TileDialect, arith::ArithDialect, math::MathDialect, scf::SCFDialect,
+  ctx.loadDialect<tile::TileDialect, tgpu::TileGPUDialect, arith::ArithDialect, math::MathDialect, scf::SCFDialect,
                   func::FuncDialect, cf::ControlFlowDialect>();
 }
 

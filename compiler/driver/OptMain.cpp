@@ -2,6 +2,8 @@
 
 
 #include "tile/TileDialect.h"
+#include "tilegpu/TileGPUDialect.h"
+#include "transforms/Passes.h"
 
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
@@ -11,7 +13,7 @@
 
 int tessera::optMain(int argc, char **argv) {
   mlir::DialectRegistry registry;
-  registry.insert<tessera::tile::TileDialect, mlir::arith::ArithDialect, mlir::math::MathDialect,
+  registry.insert<tessera::tile::TileDialect, tessera::tgpu::TileGPUDialect, mlir::arith::ArithDialect, mlir::math::MathDialect,
                   mlir::scf::SCFDialect, mlir::func::FuncDialect,
                   mlir::cf::ControlFlowDialect>();
   mlir::func::registerInlinerExtension(registry);
@@ -19,6 +21,7 @@ int tessera::optMain(int argc, char **argv) {
   mlir::registerCSEPass();
   mlir::registerInlinerPass();
   mlir::registerSymbolDCEPass();
+  tessera::transforms::registerLayoutPasses();
 
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "Tessera optimizer driver\n", registry));

@@ -18,6 +18,9 @@ namespace tessera::lowering::detail {
 struct DotLoop {
   tile::DotOp dot;
   tile::LoadOp loadA, loadB;
+  // The conversions of the loaded tiles to the dot-operand layouts (null when
+  // layouts were not assigned): the pipeline's copies are those conversions.
+  tgpu::ConvertLayoutOp toOperandA, toOperandB;
   unsigned accIndex = 0; // iter-arg index of the accumulator
   // Iter-arg index -> the uniform offset tile a pointer tile advances by.
   SmallVector<std::pair<unsigned, Value>> advancing;
@@ -41,6 +44,21 @@ struct WgmmaKind {
   bool half = false, tf32 = false, int8 = false;
 };
 
+/// The tensor-core forms of a pipelined dot loop, in order of preference.
+enum class DotPath { Swapped, Wgmma, MmaSync };
+
+/// Whether `path` can compute a dot of this kind on this target at all.
+inline bool dotPathAllowed(DotPath path, const WgmmaKind &kind, bool wgmmaTarget) {
+  bool wgmma = path != DotPath::MmaSync;
+  return !(wgmma && !wgmmaTarget) && !(!wgmma && !kind.half) &&
+         !(path == DotPath::Swapped && !kind.tf32);
+}
+
+/// Why a BM x BN x BK tile (operands of `eb` bytes) cannot take `path` with
+/// `numWarps` warps, from its shape alone; empty when it can.
+std::string dotTileWhyNot(DotPath path, bool half, int64_t BM, int64_t BN, int64_t BK, int64_t eb,
+                          int64_t numWarps);
+
 /// The dot's wgmma flavour, or nothing when wgmma cannot compute it.
 inline std::optional<WgmmaKind> wgmmaKindOf(tile::DotOp dot) {
   Type ea = dot.getA().getType().getElementType(), ec = dot.getAcc().getType().getElementType();
@@ -55,31 +73,6 @@ inline std::optional<WgmmaKind> wgmmaKindOf(tile::DotOp dot) {
   return kind;
 }
 
-/// The accumulator: wgmma's register order is the mma.sync m16n8 fragment
-/// order repeated along N, warp w owning rows 16w..16w+15.
-inline Layout wgmmaAccLayout(int64_t BM, int64_t BN, int64_t numWarps) {
-  Layout accLay;
-  accLay.shape = {BM, BN};
-  accLay.total = BM * BN;
-  accLay.mma = true;
-  accLay.vec = 2;
-  accLay.wm = numWarps;
-  accLay.wn = 1;
-  accLay.tm = BM / (64 * (numWarps / 4)); // 64-row blocks per warpgroup
-  accLay.wgRows = accLay.tm > 1;
-  accLay.tn = BN / 8;
-  return accLay;
-}
-
-/// The accumulator of C^T = B^T A^T: wgmma's layout of the BN x BM product,
-/// read with rows and columns swapped.
-inline Layout swappedAccLayout(int64_t BM, int64_t BN, int64_t numWarps) {
-  Layout accLay = wgmmaAccLayout(BN, BM, numWarps);
-  accLay.shape = {BM, BN};
-  accLay.transposed = true;
-  accLay.vec = 1;
-  return accLay;
-}
 
 /// Emits the software pipeline for one matched loop: construct it for a stage
 /// count and path, ask applies(), then emit().

@@ -8,6 +8,7 @@
 #include "AxisInfo.h"
 #include "Lowering.h"
 #include "tile/TileDialect.h"
+#include "tilegpu/TileGPUDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -79,6 +80,56 @@ inline std::optional<Layout> mmaLayoutFor(int64_t M, int64_t N, int64_t numWarps
       best = l;
   }
   return best;
+}
+
+/// The accumulator: wgmma's register order is the mma.sync m16n8 fragment
+/// order repeated along N, warp w owning rows 16w..16w+15.
+inline Layout wgmmaAccLayout(int64_t BM, int64_t BN, int64_t numWarps) {
+  Layout accLay;
+  accLay.shape = {BM, BN};
+  accLay.total = BM * BN;
+  accLay.mma = true;
+  accLay.vec = 2;
+  accLay.wm = numWarps;
+  accLay.wn = 1;
+  accLay.tm = BM / (64 * (numWarps / 4)); // 64-row blocks per warpgroup
+  accLay.wgRows = accLay.tm > 1;
+  accLay.tn = BN / 8;
+  return accLay;
+}
+
+/// The accumulator of C^T = B^T A^T: wgmma's layout of the BN x BM product,
+/// read with rows and columns swapped.
+inline Layout swappedAccLayout(int64_t BM, int64_t BN, int64_t numWarps) {
+  Layout accLay = wgmmaAccLayout(BN, BM, numWarps);
+  accLay.shape = {BM, BN};
+  accLay.transposed = true;
+  accLay.vec = 1;
+  return accLay;
+}
+
+/// The registers of a tile in the mma layout `enc` (tgpu encoding), or
+/// nothing when the tile's shape does not have that layout.
+inline std::optional<Layout> accLayoutFor(ArrayRef<int64_t> shape, tgpu::MmaEncodingAttr enc) {
+  if (shape.size() != 2)
+    return std::nullopt;
+  int64_t M = shape[0], N = shape[1], warps = enc.getWarps();
+  if (enc.getVersion() == 2)
+    return mmaLayoutFor(M, N, warps);
+  int64_t rows = enc.getTransposed() ? N : M, cols = enc.getTransposed() ? M : N;
+  if (rows % (64 * (warps / 4)) || cols % 8 || cols > 256)
+    return std::nullopt;
+  return enc.getTransposed() ? swappedAccLayout(M, N, warps) : wgmmaAccLayout(M, N, warps);
+}
+
+/// The mma.sync layout of a dot that is not pipelined (16-bit operands, f32
+/// accumulator, K a multiple of 16), or nothing: FMA in the blocked layout.
+inline std::optional<Layout> unpipelinedMmaLayout(tile::DotOp op, int64_t numWarps) {
+  auto at = op.getA().getType(), ct = op.getAcc().getType();
+  Type ea = at.getElementType();
+  if (!(ea.isF16() || ea.isBF16()) || !ct.getElementType().isF32() || at.getDimSize(1) % 16)
+    return std::nullopt;
+  return mmaLayoutFor(ct.getDimSize(0), ct.getDimSize(1), numWarps);
 }
 
 inline Layout layoutFor(ArrayRef<int64_t> shape, int64_t threads) {
@@ -171,7 +222,14 @@ private:
     return arith::ConstantOp::create(b_, src_.getLoc(), attr);
   }
 
-  Layout layoutOf(RankedTensorType t) { return layoutFor(t.getShape(), threads_); }
+  /// The layout a tile of type `t` is in: its mma encoding's, else blocked
+  /// (no encoding, or a dot operand: those registers stay blocked).
+  Layout layoutOf(RankedTensorType t) {
+    if (auto enc = tgpu::mmaEncodingOf(t))
+      if (std::optional<Layout> l = accLayoutFor(t.getShape(), enc))
+        return *l;
+    return layoutFor(t.getShape(), threads_);
+  }
   /// The layout a Dist value's registers are in.
   Layout layoutOfValue(Value v) {
     Lowered &l = lookup(v);
@@ -181,7 +239,6 @@ private:
   }
   /// The value's elements in layout `l`, converting through shared memory if needed.
   SmallVector<Value> materializeIn(Value v, const Layout &l, Location loc);
-  std::optional<Layout> mmaLayoutFor(tile::DotOp op);
 
   // Coordinates of slot `s` of `layout`, computed once in the entry block.
   ArrayRef<Value> coords(const Layout &l, int64_t s);
@@ -314,6 +371,7 @@ private:
   bool lowerBlock(Block &blk);
   bool lowerOp(Operation *op);
   bool lowerElementwise(Operation *op);
+  bool lowerConvertLayout(tgpu::ConvertLayoutOp op);
   bool lowerLoad(tile::LoadOp op);
   bool lowerStore(tile::StoreOp op);
   // MmaEpilogue.cpp: a store of a value in an mma layout as 16-byte vectors

@@ -3,8 +3,11 @@
 #ifndef TESSERA_LOWERING_LOWERING_H
 #define TESSERA_LOWERING_LOWERING_H
 
+#include "tilegpu/TileGPUDialect.h"
+
 #include "mlir/IR/BuiltinOps.h"
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,6 +32,20 @@ struct LoweringOptions {
 /// Returns false and sets `error` when a kernel uses something the back end
 /// cannot lower yet.
 bool lowerTileToNVVM(mlir::ModuleOp module, const LoweringOptions &options, std::string &error);
+
+/// Decides, for the dots of one kernel, the accumulator layout that their
+/// lowering produces with these options (DotLayoutPlan.cpp).
+class DotLayoutPlanner {
+public:
+  DotLayoutPlanner(mlir::Operation *kernel, const LoweringOptions &options);
+  ~DotLayoutPlanner();
+  /// Null: FMA in the blocked layout.
+  tgpu::MmaEncodingAttr choose(tile::DotOp dot);
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 } // namespace tessera::lowering
 

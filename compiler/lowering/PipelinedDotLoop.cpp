@@ -70,8 +70,16 @@ std::optional<DotLoop> matchDotLoop(scf::ForOp op) {
   }
   if (!m.dot || loads != 2)
     return std::nullopt;
-  m.loadA = m.dot.getA().getDefiningOp<tile::LoadOp>();
-  m.loadB = m.dot.getB().getDefiningOp<tile::LoadOp>();
+  // Each operand: a load, or a load converted to the dot-operand layout.
+  auto operandLoad = [&](Value v, tgpu::ConvertLayoutOp &cvt) {
+    cvt = v.getDefiningOp<tgpu::ConvertLayoutOp>();
+    if (cvt && (!isa_and_present<tgpu::DotOperandEncodingAttr>(cvt.getType().getEncoding()) ||
+                cvt->getBlock() != &body || !cvt->hasOneUse()))
+      return tile::LoadOp();
+    return (cvt ? cvt.getSrc() : v).getDefiningOp<tile::LoadOp>();
+  };
+  m.loadA = operandLoad(m.dot.getA(), m.toOperandA);
+  m.loadB = operandLoad(m.dot.getB(), m.toOperandB);
   for (tile::LoadOp ld : {m.loadA, m.loadB})
     if (!ld || ld->getBlock() != &body || !ld->hasOneUse() || ld.getIsVolatile() ||
         !isZeroSplat(ld.getOther()))
@@ -103,26 +111,41 @@ std::optional<DotLoop> matchDotLoop(scf::ForOp op) {
   return m;
 }
 
+std::string dotTileWhyNot(DotPath path, bool half, int64_t BM, int64_t BN, int64_t BK, int64_t eb,
+                          int64_t numWarps) {
+  std::string tile = std::to_string(BM) + "x" + std::to_string(BN) + "x" + std::to_string(BK);
+  bool swap = path == DotPath::Swapped, useWgmma = path != DotPath::MmaSync;
+  bool bViaRegs = !half && !swap;
+  int64_t warpgroups = numWarps / 4, threads = 32 * numWarps, vecElems = 16 / eb,
+          kPerInst = 32 / eb;
+  // wgmma: 64-row blocks per warpgroup, N up to 256. mma.sync: 16-bit
+  // operands, an mma layout over the warps, pairs of n8 tiles (ldmatrix.x4).
+  if (useWgmma && !warpgroups)
+    return "wgmma needs whole warpgroups (4, 8 or 16 warps)";
+  if (swap && (BN % (64 * warpgroups) || BM > 256 || BM % 8))
+    return "B^T A^T wgmma needs BN a multiple of 16 * num_warps and BM <= 256; the tile is " + tile;
+  if (useWgmma && !swap && (BM % (64 * warpgroups) || BN > 256))
+    return "wgmma needs BM a multiple of 16 * num_warps and BN <= 256; the tile is " + tile;
+  if (!useWgmma && !half)
+    return "without wgmma only f16/bf16 operands are pipelined (mma.sync)";
+  std::optional<Layout> mma = mmaLayoutFor(BM, BN, numWarps);
+  if (!useWgmma && (!mma || mma->tn % 2))
+    return "no mma.sync warp grid with an even number of n8 tiles per warp for " + tile;
+  if (BK % kPerInst || (bViaRegs && BK % 16) || BN % 16 || BN * eb < 32 ||
+      (BM * BK / vecElems) % threads || (BK * BN / vecElems) % threads)
+    return "the " + tile + " tile does not split into 16-byte copies over the block's threads";
+  return "";
+}
+
 bool DotLoopEmitter::applies() {
   auto no = [&](std::string why) {
     whyNot = std::move(why);
     return false;
   };
   std::string tile = std::to_string(BM) + "x" + std::to_string(BN) + "x" + std::to_string(BK);
-  // wgmma: 64-row blocks per warpgroup, N up to 256. mma.sync: 16-bit
-  // operands, an mma layout over the warps, pairs of n8 tiles (ldmatrix.x4).
-  if (swap && (BN % (64 * warpgroups) || BM > 256 || BM % 8))
-    return no("B^T A^T wgmma needs BN a multiple of 16 * num_warps and BM <= 256; the tile is " +
-              tile);
-  if (useWgmma && !swap && (BM % (64 * warpgroups) || BN > 256))
-    return no("wgmma needs BM a multiple of 16 * num_warps and BN <= 256; the tile is " + tile);
-  if (!useWgmma && !half)
-    return no("without wgmma only f16/bf16 operands are pipelined (mma.sync)");
-  if (!useWgmma && (!accLay.mma || accLay.tn % 2))
-    return no("no mma.sync warp grid with an even number of n8 tiles per warp for " + tile);
-  if (BK % kPerInst || (bViaRegs && BK % 16) || BN % 16 || BN * eb < 32 ||
-      (BM * BK / vecElems) % kl_.threads_ || (BK * BN / vecElems) % kl_.threads_)
-    return no("the " + tile + " tile does not split into 16-byte copies over the block's threads");
+  DotPath path = swap ? DotPath::Swapped : useWgmma ? DotPath::Wgmma : DotPath::MmaSync;
+  if (std::string why = dotTileWhyNot(path, half, BM, BN, BK, eb, kl_.numWarps_); !why.empty())
+    return no(why);
   // Both operands must be contiguous along their last dimension (rows of A
   // along K, rows of B along N): whole 16-byte chunks are copied.
   for (tile::LoadOp ld : {m_.loadA, m_.loadB})
@@ -503,7 +526,8 @@ bool DotLoopEmitter::bindIteration(Value j) {
   bindOffsets(j);
   for (Operation &o : op_.getBody()->without_terminator()) {
     if (&o == m_.loadA.getOperation() || &o == m_.loadB.getOperation() ||
-        &o == m_.dot.getOperation())
+        &o == m_.dot.getOperation() || &o == m_.toOperandA.getOperation() ||
+        &o == m_.toOperandB.getOperation())
       continue;
     if (!kl_.lowerOp(&o))
       return false;
@@ -810,6 +834,9 @@ bool DotLoopEmitter::emitUnrolledLoop(ValueRange acc0, SmallVector<Value> &accs,
 void DotLoopEmitter::bindResults(ArrayRef<Value> accs) {
   for (auto [idx, res] : llvm::enumerate(op_.getResults())) {
     if (idx == m_.accIndex) {
+      if (accLay != kl_.layoutOf(cast<RankedTensorType>(res.getType())))
+        kl_.remark(op_, "the dot's accumulator is not in its assigned layout (a later path was "
+                        "taken): uses that need that layout convert through shared memory");
       Lowered l;
       l.kind = Lowered::Dist;
       l.type = cast<RankedTensorType>(res.getType());
@@ -860,10 +887,9 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
   bool wgmmaTarget = arch_ == "sm_90a" && (numWarps_ == 4 || numWarps_ == 8 || numWarps_ == 16);
   std::string why, wsWhy;
   // tf32 tries C^T = B^T A^T first (no shared-memory transpose of B).
-  enum Path { Swapped, Wgmma, MmaSync };
-  for (Path path : {Swapped, Wgmma, MmaSync}) {
-    bool wgmma = path != MmaSync;
-    if ((wgmma && !wgmmaTarget) || (!wgmma && !kind->half) || (path == Swapped && !kind->tf32))
+  for (DotPath path : {DotPath::Swapped, DotPath::Wgmma, DotPath::MmaSync}) {
+    bool wgmma = path != DotPath::MmaSync;
+    if (!dotPathAllowed(path, *kind, wgmmaTarget))
       continue;
     // Warp-specialized first, with a power-of-two stage count (slots and
     // phases of the running iteration count are then masks and shifts).
@@ -873,7 +899,7 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
       for (int stages = numStages_; stages >= 3; --stages) {
         if (ws && (stages & (stages - 1)))
           continue;
-        DotLoopEmitter emitter(*this, op, *m, *kind, stages, wgmma, path == Swapped, ws);
+        DotLoopEmitter emitter(*this, op, *m, *kind, stages, wgmma, path == DotPath::Swapped, ws);
         if (emitter.applies()) {
           std::string note = !ws && !wsWhy.empty() ? " (not warp-specialized: " + wsWhy + ")" : "";
           remark(op, "dot loop pipelined: " + emitter.summary() + note);

@@ -1,6 +1,8 @@
 // Lowering of tile IR to per-thread scalar code.
 //
-// Every tile gets the canonical blocked layout of its shape (see Layout): the
+// A tile is in the layout its type names (tgpu encodings, assigned by
+// transforms/AssignLayouts.cpp before lowering): a tensor-core accumulator
+// layout, or else the canonical blocked layout of its shape (see Layout): the
 // row-major elements are cut into vectors of `vec` consecutive elements, and
 // consecutive threads own consecutive vectors, so that warps touch contiguous
 // memory. A tile value is then one of:
@@ -13,6 +15,7 @@
 // once per region, and read back from there.
 // Scalars are uniform across the block and stay plain SSA values.
 #include "KernelLowering.h"
+#include "transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -433,6 +436,8 @@ bool KernelLowering::lowerOp(Operation *op) {
     setVirtual(res);
     return true;
   }
+  if (auto cv = dyn_cast<tgpu::ConvertLayoutOp>(op))
+    return lowerConvertLayout(cv);
   if (auto ld = dyn_cast<tile::LoadOp>(op))
     return lowerLoad(ld);
   if (auto st = dyn_cast<tile::StoreOp>(op))
@@ -458,6 +463,28 @@ bool KernelLowering::lowerOp(Operation *op) {
   if (isElementwise(op))
     return lowerElementwise(op);
   return fail(op, "the GPU back end cannot lower '" + op->getName().getStringRef().str() + "'");
+}
+
+bool KernelLowering::lowerConvertLayout(tgpu::ConvertLayoutOp op) {
+  Value src = op.getSrc(), res = op.getResult();
+  auto rt = op.getType();
+  Lowered l = lookup(src);
+  l.type = rt;
+  // Index arithmetic has no layout (it is evaluated at any coordinates); a
+  // dot operand is read by the dot's own staging, from whatever registers the
+  // tile is in; registers already in the target layout stay where they are.
+  if (l.kind != Lowered::Dist || isa_and_present<tgpu::DotOperandEncodingAttr>(rt.getEncoding()) ||
+      layoutOfValue(src) == layoutOf(rt)) {
+    if (l.kind == Lowered::Dist)
+      l.layout = layoutOfValue(src);
+    vals_[res] = l;
+    return true;
+  }
+  // Registers move: through shared memory.
+  l.regs = materializeIn(src, layoutOf(rt), op.getLoc());
+  l.layout.reset();
+  vals_[res] = l;
+  return true;
 }
 
 bool KernelLowering::lowerElementwise(Operation *op) {
@@ -520,7 +547,7 @@ bool KernelLowering::lowerElementwise(Operation *op) {
   Lowered l;
   l.kind = Lowered::Dist;
   l.type = rt;
-  if (lay.mma)
+  if (lay != layoutOf(rt))
     l.layout = lay;
   for (int64_t s = 0; s < lay.slots(); ++s) {
     IRMapping map;
@@ -963,14 +990,6 @@ bool KernelLowering::lowerDotMma(tile::DotOp op, const Layout &lay, Value aS, Va
 // dot (FMA): operands through shared memory, one accumulator per owned element
 //===----------------------------------------------------------------------===//
 
-std::optional<Layout> KernelLowering::mmaLayoutFor(tile::DotOp op) {
-  auto at = op.getA().getType(), ct = op.getAcc().getType();
-  Type ea = at.getElementType();
-  if (!(ea.isF16() || ea.isBF16()) || !ct.getElementType().isF32() || at.getDimSize(1) % 16)
-    return std::nullopt;
-  return lowering::mmaLayoutFor(ct.getDimSize(0), ct.getDimSize(1), numWarps_);
-}
-
 bool KernelLowering::lowerDot(tile::DotOp op) {
   Location loc = op.getLoc();
   auto at = op.getA().getType(), bt = op.getB().getType(), ct = op.getAcc().getType();
@@ -978,7 +997,7 @@ bool KernelLowering::lowerDot(tile::DotOp op) {
   Type ea = at.getElementType(), ec = ct.getElementType();
   Value aS = toSmem(op.getA(), loc);
   Value bS = toSmem(op.getB(), loc);
-  if (std::optional<Layout> mma = mmaLayoutFor(op))
+  if (std::optional<Layout> mma = unpipelinedMmaLayout(op, numWarps_))
     return lowerDotMma(op, *mma, aS, bS);
   Layout lay = layoutOf(ct);
   SmallVector<Value> accs = materialize(op.getAcc(), loc);
@@ -1261,14 +1280,13 @@ bool KernelLowering::lowerFor(scf::ForOp op) {
   if (std::optional<bool> pipelined = lowerPipelinedDotLoop(op))
     return *pipelined;
   Location loc = op.getLoc();
-  // A carried tile that the body recomputes with a tensor-core dot stays in the
-  // accumulator layout across iterations; everything else uses the blocked one.
-  auto srcYield = cast<scf::YieldOp>(op.getBody()->getTerminator());
+  // A carried tile stays in its type's layout across iterations (layout
+  // assignment keeps a dot's accumulator in its mma layout).
   SmallVector<std::optional<Layout>> layouts;
-  for (Value y : srcYield.getOperands()) {
+  for (Value a : op.getRegionIterArgs()) {
     std::optional<Layout> l;
-    if (auto d = y.getDefiningOp<tile::DotOp>())
-      l = mmaLayoutFor(d);
+    if (auto t = dyn_cast<RankedTensorType>(a.getType()))
+      l = layoutOf(t);
     layouts.push_back(l);
   }
   auto layoutPtr = [&](size_t i) -> const Layout * { return layouts[i] ? &*layouts[i] : nullptr; };
@@ -1406,10 +1424,34 @@ bool lowerTileToNVVM(ModuleOp module, const LoweringOptions &options, std::strin
             std::to_string(options.numWarps);
     return false;
   }
+  // Layouts first: the mma and dot-operand layouts of every tensor-core dot,
+  // with the conversions that remain after removing the needless ones.
+  transforms::LayoutTarget target{options.arch, options.numWarps, options.numStages};
+  if (!transforms::assignGPULayouts(module, target)) {
+    error = "error: internal compiler error: layout assignment failed";
+    return false;
+  }
   SmallVector<func::FuncOp> kernels;
   for (auto fn : module.getOps<func::FuncOp>())
     if (fn->hasAttr("tile.kernel"))
       kernels.push_back(fn);
+  // Hand-written layout IR must match the warps it is lowered for.
+  for (func::FuncOp fn : kernels) {
+    WalkResult bad = fn.walk([&](Operation *op) {
+      for (Type t : op->getResultTypes())
+        if (auto enc = tgpu::mmaEncodingOf(t))
+          if (int(enc.getWarps()) != options.numWarps ||
+              !accLayoutFor(cast<RankedTensorType>(t).getShape(), enc)) {
+            error = "error: " + fn.getName().str() + ": a tile's mma layout is for " +
+                    std::to_string(enc.getWarps()) + " warps or another shape; lowering with " +
+                    std::to_string(options.numWarps) + " warps";
+            return WalkResult::interrupt();
+          }
+      return WalkResult::advance();
+    });
+    if (bad.wasInterrupted())
+      return false;
+  }
   for (func::FuncOp fn : kernels) {
     KernelLowering kl(module, fn, options);
     if (!kl.run(error))

@@ -162,7 +162,10 @@ LogicalResult StoreOp::verify() {
   Type pointee = pointeeOf(getPtr().getType());
   if (!pointee)
     return emitOpError("expects a pointer or a tile of pointers");
-  if (getValue().getType() != withElementType(getPtr().getType(), pointee))
+  // The value may be in any layout (tgpu encoding): the pointers are
+  // evaluated at the coordinates its registers hold.
+  if (!sameShape(getValue().getType(), getPtr().getType()) ||
+      getElementTypeOrSelf(getValue().getType()) != pointee)
     return emitOpError("value type ") << getValue().getType()
                                       << " does not match the pointer type " << getPtr().getType();
   return verifyMask(*this, getPtr().getType(), getMask());

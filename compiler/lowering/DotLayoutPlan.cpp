@@ -1,0 +1,60 @@
+// Which accumulator layout each dot's lowering produces, decided ahead of the
+// lowering for tessera-assign-layouts. It follows lowerPipelinedDotLoop's
+// order of preference (tf32 as C^T = B^T A^T, then wgmma, then mma.sync) over
+// the conditions that the tile shapes decide, and the unpipelined lowering
+// (mma.sync for 16-bit operands, else FMA in the blocked layout) elsewhere.
+// What only the lowering knows (whether the carried pointers start from
+// index arithmetic, shared memory left) can still send a loop down a later path; the lowering then converts its result
+// to the recorded layout where the IR asks for it, and remarks on it.
+#include "DotLoopEmitter.h"
+
+#include <array>
+#include <cstdio>
+
+namespace tessera::lowering {
+using namespace mlir;
+using namespace detail;
+
+struct DotLayoutPlanner::Impl {
+  AxisInfoAnalysis axis;
+  LoweringOptions opts;
+};
+
+DotLayoutPlanner::DotLayoutPlanner(Operation *kernel, const LoweringOptions &options)
+    : impl_(new Impl{AxisInfoAnalysis(kernel), options}) {}
+
+DotLayoutPlanner::~DotLayoutPlanner() = default;
+
+tgpu::MmaEncodingAttr DotLayoutPlanner::choose(tile::DotOp dot) {
+  const LoweringOptions &opts = impl_->opts;
+  MLIRContext *ctx = dot.getContext();
+  auto at = dot.getA().getType(), bt = dot.getB().getType();
+  int64_t BM = at.getDimSize(0), BK = at.getDimSize(1), BN = bt.getDimSize(1);
+  int smVersion = 80;
+  if (!opts.arch.empty() && std::sscanf(opts.arch.c_str(), "sm_%d", &smVersion) != 1)
+    smVersion = 0;
+  auto loop = dyn_cast<scf::ForOp>(dot->getParentOp());
+  std::optional<DotLoop> m = loop ? matchDotLoop(loop) : std::nullopt;
+  std::optional<WgmmaKind> kind = wgmmaKindOf(dot);
+  int64_t eb = at.getElementType().getIntOrFloatBitWidth() / 8;
+  // The copies move 16-byte chunks of rows: both operands contiguous along them.
+  bool contiguous = m && llvm::all_of(std::array{m->loadA, m->loadB}, [&](tile::LoadOp ld) {
+    return impl_->axis.get(ld.getPtr()).contiguity.back() >= 16 / eb;
+  });
+  if (smVersion >= 80 && opts.numStages >= 3 && m && m->dot == dot && kind && contiguous) {
+    bool wgmmaTarget = opts.arch == "sm_90a" &&
+                       (opts.numWarps == 4 || opts.numWarps == 8 || opts.numWarps == 16);
+    for (DotPath path : {DotPath::Swapped, DotPath::Wgmma, DotPath::MmaSync}) {
+      if (!dotPathAllowed(path, *kind, wgmmaTarget))
+        continue;
+      if (dotTileWhyNot(path, kind->half, BM, BN, BK, eb, opts.numWarps).empty())
+        return tgpu::MmaEncodingAttr::get(ctx, path == DotPath::MmaSync ? 2 : 3, opts.numWarps,
+                                          path == DotPath::Swapped);
+    }
+  }
+  if (unpipelinedMmaLayout(dot, opts.numWarps))
+    return tgpu::MmaEncodingAttr::get(ctx, 2, opts.numWarps, false);
+  return {};
+}
+
+} // namespace tessera::lowering

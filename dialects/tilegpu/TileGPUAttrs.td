@@ -1,0 +1,42 @@
+#ifndef TILEGPU_ATTRS_TD
+#define TILEGPU_ATTRS_TD
+
+include "TileGPUDialect.td"
+
+class TileGPU_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<TileGPU_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+def TileGPU_MmaEncodingAttr : TileGPU_Attr<"MmaEncoding", "mma"> {
+  let summary = "Tensor-core accumulator layout";
+  let description = [{
+    The registers of a tensor-core dot's accumulator over `warps` warps.
+    - version 2: mma.sync m16n8 fragments over a grid of warps (the most
+      square warp tile that divides the tile).
+    - version 3: wgmma; warp w owns rows 16(w % 4).. of each 64-row block of
+      its warpgroup, the m16n8 fragment order repeated along N.
+    - transposed (version 3 only): the tile is computed as C^T = B^T A^T (tf32
+      with B^T from registers); fragment coordinates are swapped.
+  }];
+  let parameters = (ins "unsigned":$version, "unsigned":$warps, "bool":$transposed);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def TileGPU_DotOperandEncodingAttr : TileGPU_Attr<"DotOperandEncoding", "dot_operand"> {
+  let summary = "An operand of a tensor-core dot";
+  let description = [{
+    Operand `opIdx` (0: A, 1: B) of a dot whose accumulator is in `parent`.
+    The dot reads its operands from shared memory (ldmatrix or wgmma
+    descriptors, in a swizzled layout chosen by the lowering), so a tile in
+    this layout is never held in registers: converting a loaded tile to it
+    costs nothing where the dot loop is pipelined (the copy writes the
+    swizzled stage directly), and one store to shared memory elsewhere.
+  }];
+  let parameters = (ins "unsigned":$opIdx, "::tessera::tgpu::MmaEncodingAttr":$parent);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+#endif
