@@ -174,6 +174,7 @@ static CompileResult compileImpl(const std::string &path, const std::string *tex
     lo.numStages = options.numStages;
     lo.warpSpecialize = options.warpSpecialize;
     lo.remarks = &r.remarks;
+    lo.layoutIR = &r.layoutIR;
     if (!lowering::lowerTileToNVVM(*fr.module, lo, error) || failed(verify(*fr.module))) {
       r.ok = false;
       r.diagnostics = (error.empty() ? std::string("error: GPU lowering produced invalid IR") : error) + "\n";

@@ -24,6 +24,8 @@ struct LoweringOptions {
   /// When set, receives one "file:line:col: remark: ..." line per loop that
   /// feeds a `dot`: how it was pipelined, or why not.
   std::vector<std::string> *remarks = nullptr;
+  /// When set, receives the module after layout assignment (tgpu encodings).
+  std::string *layoutIR = nullptr;
 };
 
 /// Rewrites every `tile.kernel` function of `module` in place. Each becomes a

@@ -1431,6 +1431,10 @@ bool lowerTileToNVVM(ModuleOp module, const LoweringOptions &options, std::strin
     error = "error: internal compiler error: layout assignment failed";
     return false;
   }
+  if (options.layoutIR) {
+    llvm::raw_string_ostream os(*options.layoutIR);
+    module.print(os);
+  }
   SmallVector<func::FuncOp> kernels;
   for (auto fn : module.getOps<func::FuncOp>())
     if (fn->hasAttr("tile.kernel"))

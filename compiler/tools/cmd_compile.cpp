@@ -22,6 +22,8 @@ options:
                      such as f16); repeatable; overrides the kernel's default
   --emit=KIND        what to produce (default tile):
                        tile    the verified tile IR
+                       layout  the tile IR with GPU layouts: tgpu encodings on
+                               tiles, tgpu.convert_layout where they change
                        gpu-ir  the per-thread IR after layout lowering, before LLVM
                        llvm    optimized LLVM IR for NVPTX (libdevice linked)
                        ptx     PTX assembly
@@ -110,8 +112,10 @@ int cmdCompile(int argc, char **argv) {
   }
   if (file.empty())
     return usageError("no input file", kCompileHelp);
-  if (emit != "tile" && emit != "gpu-ir" && emit != "llvm" && emit != "ptx" && emit != "cubin")
-    return usageError("unknown --emit kind '" + emit + "' (expected tile, gpu-ir, llvm, ptx or cubin)",
+  if (emit != "tile" && emit != "layout" && emit != "gpu-ir" && emit != "llvm" && emit != "ptx" &&
+      emit != "cubin")
+    return usageError("unknown --emit kind '" + emit +
+                          "' (expected tile, layout, gpu-ir, llvm, ptx or cubin)",
                       kCompileHelp);
   if (!std::regex_match(arch, std::regex("sm_[0-9]{2,3}[af]?")))
     return usageError("--arch expects a target such as sm_80, sm_90 or sm_90a, got '" + arch + "'",
@@ -139,6 +143,8 @@ int cmdCompile(int argc, char **argv) {
   std::string result;
   if (emit == "tile") {
     result = r.tileIR;
+  } else if (emit == "layout") {
+    result = r.layoutIR;
   } else if (emit == "gpu-ir") {
     result = r.gpuIR;
   } else {

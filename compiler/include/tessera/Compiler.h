@@ -60,6 +60,9 @@ struct CompileResult {
   /// With CompileOptions::lowerToGPU: the module after lowering to scalar
   /// arith/scf plus the llvm and nvvm dialects.
   std::string gpuIR;
+  /// With lowerToGPU: the tile IR after layout assignment and the removal of
+  /// needless conversions (tgpu encodings and convert_layout), before lowering.
+  std::string layoutIR;
   /// With lowerToGPU: one "file:line:col: remark: ..." line per loop that
   /// computes a `dot`, saying how it was pipelined or why not.
   std::vector<std::string> remarks;
