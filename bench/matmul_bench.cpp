@@ -42,7 +42,8 @@ std::vector<Config> configsFor(const std::string &dt) {
     return {{128, 256, 64, 8, 8, 4},       {128, 256, 32, 8, 8, 8},
             {128, 256, 32, 8, 8, 8, true}, {128, 256, 64, 8, 8, 4, true},
             {256, 128, 64, 8, 16, 4},      {128, 128, 64, 8, 8, 4},
-            {128, 128, 32, 8, 4, 3},       {128, 128, 32, 8, 8, 1}};
+            {128, 128, 32, 8, 4, 3},       {128, 128, 32, 8, 8, 1},
+            {128, 256, 32, 16, 8, 8}};
   // tf32 wgmma as C^T = B^T A^T when BN is a multiple of 16 * warps; else B
   // staged and transposed in shared memory (>= 4 stages) or via registers (3).
   if (dt == "f32")
