@@ -386,6 +386,9 @@ private:
   bool lowerDotMma(tile::DotOp op, const Layout &lay, Value aS, Value bS);
   bool lowerPrint(tile::PrintOp op);
   bool lowerReduce(tile::ReduceOp op);
+  // RowReduce.cpp: along the last axis of an N-D tile with shuffles;
+  // nullopt when the shape or types do not allow it.
+  std::optional<bool> lowerLastAxisReduce(tile::ReduceOp op);
   bool lowerFor(scf::ForOp op);
   /// A loop whose body loads the operands of one tensor-core dot: lowered as a
   /// software pipeline (PipelinedDotLoop.cpp). Nothing when the loop does not
@@ -421,7 +424,19 @@ private:
   // entry that its setmaxnreg needs (0: none).
   int64_t extraWarps_ = 0;
   // Shared memory free for reuse after a pipelined dot loop (its stages).
-  int64_t scratchOff_ = 0, scratchBytes_ = 0;
+  // Tiles staged by toSmem after the loop take the front of it (they stay
+  // valid for the rest of the region: nothing else writes there), the
+  // epilogue's transient staging what is left after them.
+  int64_t scratchOff_ = 0, scratchBytes_ = 0, scratchUsed_ = 0;
+  /// `bytes` of shared memory from the freed stages of the last pipelined
+  /// loop, `align`-aligned, or -1 when they do not fit there.
+  int64_t takeScratch(int64_t bytes, int64_t align) {
+    int64_t off = (scratchOff_ + scratchUsed_ + align - 1) / align * align;
+    if (off + bytes > scratchOff_ + scratchBytes_)
+      return -1;
+    scratchUsed_ = off + bytes - scratchOff_;
+    return off;
+  }
   int64_t maxRegs_ = 0;
   // Whether code before the current op read or wrote memory (producer warps
   // of a warp-specialized loop run that code with thread ids past the layouts).

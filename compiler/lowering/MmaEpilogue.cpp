@@ -42,10 +42,10 @@ bool KernelLowering::lowerStoreThroughSmem(tile::StoreOp op, const Layout &mmaLa
   // fragment then fall in distinct banks.
   int64_t pitch = epiloguePitch(rt);
   int64_t bytes = rows * pitch;
-  int64_t off;
-  if (bytes <= scratchBytes_) {
-    off = scratchOff_;
-  } else {
+  // Transient: after the tiles staged in the scratch (which stay live), and
+  // not counted as taken.
+  int64_t off = (scratchOff_ + scratchUsed_ + 127) / 128 * 128;
+  if (off + bytes > scratchOff_ + scratchBytes_) {
     // 128-byte aligned: a warp's 16-byte reads of a row then touch as few
     // 128-byte lines as the padding allows.
     smemUsed_ = (smemUsed_ + 127) / 128 * 128;

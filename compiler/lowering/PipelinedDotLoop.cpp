@@ -205,6 +205,7 @@ void DotLoopEmitter::allocate() {
   // there (not in a persistent loop, whose producers run ahead).
   kl_.scratchOff_ = smemOff;
   kl_.scratchBytes_ = persistent ? 0 : totalBytes;
+  kl_.scratchUsed_ = 0;
   smemAddr = LLVM::PtrToIntOp::create(b_, loc, i32, kl_.smemBase(smemOff, loc));
 }
 

@@ -162,8 +162,11 @@ Value KernelLowering::toSmem(Value v, Location loc) {
   Type et = convertElem(t.getElementType());
   Type mt = memType(et, b_.getContext());
   auto off = smemOffsets_.find(v);
-  if (off == smemOffsets_.end())
-    off = smemOffsets_.insert({v, allocSmem(t.getNumElements() * byteWidth(mt))}).first;
+  if (off == smemOffsets_.end()) {
+    int64_t bytes = t.getNumElements() * byteWidth(mt);
+    int64_t at = takeScratch(bytes, 16);
+    off = smemOffsets_.insert({v, at >= 0 ? at : allocSmem(bytes)}).first;
+  }
   Value base = smemBase(off->second, loc);
   Layout l = layoutOfValue(v);
   SmallVector<Value> regs = materializeIn(v, l, loc);
@@ -1191,6 +1194,8 @@ bool KernelLowering::lowerReduce(tile::ReduceOp op) {
     return true;
   }
 
+  if (std::optional<bool> done = lowerLastAxisReduce(op))
+    return *done;
   // Reduction of one axis of an N-D tile: every owned result element walks
   // the reduced axis, reading its inputs at arbitrary coordinates.
   auto rt = cast<RankedTensorType>(op.getResult(0).getType());

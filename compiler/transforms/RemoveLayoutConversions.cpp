@@ -10,6 +10,8 @@
 //   - a conversion out of an mma layout moves below the elementwise ops that
 //     consume it (their splat operands are rebuilt in the mma layout), so
 //     the epilogue (scaling, casting) runs on the accumulator's registers;
+//     when the conversion has other users it stays for them, and the ops
+//     move only if their result is just stored;
 //   - a store takes its value in any layout (pointers and masks are index
 //     arithmetic, evaluated at whatever coordinates the value's registers
 //     hold), so a conversion feeding a store disappears.
@@ -75,6 +77,25 @@ Value splatIn(PatternRewriter &rewriter, Location loc, Value v, RankedTensorType
   return {};
 }
 
+/// Whether every use of `v` is the value of a store, directly or through
+/// single-result elementwise ops (a few levels deep).
+bool onlyStored(Value v, int depth) {
+  if (depth > 8 || v.use_empty())
+    return false;
+  for (OpOperand &use : v.getUses()) {
+    Operation *user = use.getOwner();
+    if (auto st = dyn_cast<tile::StoreOp>(user)) {
+      if (use.get() != st.getValue())
+        return false;
+      continue;
+    }
+    if (!OpTrait::hasElementwiseMappableTraits(user) || user->getNumResults() != 1 ||
+        user->getNumRegions() || !onlyStored(user->getResult(0), depth + 1))
+      return false;
+  }
+  return true;
+}
+
 struct SinkConversionThroughElementwise : RewritePattern {
   SinkConversionThroughElementwise(MLIRContext *ctx)
       : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
@@ -85,11 +106,15 @@ struct SinkConversionThroughElementwise : RewritePattern {
     auto resTy = dyn_cast<RankedTensorType>(op->getResult(0).getType());
     if (!resTy || resTy.getEncoding())
       return failure();
-    // The mma layout to compute in: that of a single-use conversion feeding op.
+    // The mma layout to compute in: that of a conversion feeding op, when op
+    // is its only user, or when op's result only flows (through elementwise
+    // ops) into stores: then no conversion is needed on that path at all,
+    // while the conversion stays for its other users.
     tgpu::MmaEncodingAttr mma;
     for (Value v : op->getOperands())
       if (auto cv = v.getDefiningOp<ConvertLayoutOp>())
-        if (auto enc = tgpu::mmaEncodingOf(cv.getSrc().getType()); enc && cv->hasOneUse()) {
+        if (auto enc = tgpu::mmaEncodingOf(cv.getSrc().getType());
+            enc && (cv->hasOneUse() || onlyStored(op->getResult(0), 0))) {
           mma = enc;
           break;
         }

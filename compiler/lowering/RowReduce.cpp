@@ -1,0 +1,118 @@
+// Reduction of an N-D tile along its last axis, from the blocked layout:
+// each thread combines its own elements of a row, lanes that share the row
+// combine with warp shuffles, and only per-warp partials (a few bytes per
+// row) go through shared memory, where the owners of the result's blocked
+// layout read them. The generic N-D reduction instead stages the whole
+// source in shared memory and walks the axis element by element.
+#include "KernelLowering.h"
+
+namespace tessera::lowering::detail {
+
+std::optional<bool> KernelLowering::lowerLastAxisReduce(tile::ReduceOp op) {
+  auto srcs = op.getSrcs();
+  auto st = cast<RankedTensorType>(srcs[0].getType());
+  int64_t rank = st.getRank();
+  if (rank < 2 || op.getAxis() != rank - 1)
+    return std::nullopt;
+  Layout lay = layoutFor(st.getShape(), threads_); // the source's blocked layout
+  int64_t C = st.getShape().back(), T = threads_;
+  if (lay.replicated || C % lay.vec)
+    return std::nullopt;
+  SmallVector<Type> ets;
+  for (Value s : srcs) {
+    Type et = convertElem(cast<RankedTensorType>(s.getType()).getElementType());
+    if (!et.isIntOrFloat() || et.isInteger(1))
+      return std::nullopt;
+    ets.push_back(et);
+  }
+  Location loc = op.getLoc();
+  size_t n = srcs.size();
+  // Element (k * T + t) * vec + v of the row-major tile: a chunk k covers
+  // T * vec elements. Rows no wider than a chunk: each chunk holds whole rows,
+  // C / vec consecutive threads per row. Wider rows: C / (T * vec) chunks per
+  // row, every thread in it.
+  int64_t chunkElems = T * lay.vec;
+  bool narrow = C <= chunkElems;
+  int64_t span = narrow ? C / lay.vec : T;               // threads sharing a row
+  int64_t chunksPerRow = narrow ? 1 : C / chunkElems;
+  int64_t rowsPerChunk = narrow ? chunkElems / C : 1;
+  int64_t groups = lay.chunks / chunksPerRow;           // rows this thread touches
+  int64_t rows = st.getNumElements() / C;
+  // 1. Registers: the thread's elements of each of its rows.
+  SmallVector<SmallVector<Value>> part(groups);
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t k = g * chunksPerRow; k < (g + 1) * chunksPerRow; ++k)
+      for (int64_t v = 0; v < lay.vec; ++v) {
+        SmallVector<Value> x;
+        for (Value s : srcs)
+          x.push_back(atSlot(s, lay, k * lay.vec + v, loc));
+        part[g] = part[g].empty() ? x : combine(op, part[g], x);
+      }
+  // 2. Lanes of the same row (consecutive threads, a power of two of them).
+  int64_t lanes = std::min<int64_t>(span, 32);
+  for (int64_t off = 1; off < lanes; off *= 2)
+    for (auto &p : part) {
+      SmallVector<Value> other;
+      for (Value x : p)
+        other.push_back(shuffleXor(x, int(off), loc));
+      p = combine(op, p, other);
+    }
+  // 3. Per-warp partials through shared memory: [row][warp of the row].
+  int64_t warpsPerRow = span / lanes;
+  SmallVector<Value> bases;
+  for (Type et : ets) {
+    int64_t bytes = rows * warpsPerRow * byteWidth(et);
+    int64_t at = takeScratch(bytes, 16);
+    bases.push_back(smemBase(at >= 0 ? at : allocSmem(bytes), loc));
+  }
+  Value tid = tid_;
+  Value leader = arith::CmpIOp::create(
+      b_, loc, arith::CmpIPredicate::eq,
+      arith::AndIOp::create(b_, loc, tid, i32c(lanes - 1, loc)), i32c(0, loc));
+  // The thread's row in group g, and its warp's place among the row's warps.
+  Value rowInChunk = arith::DivUIOp::create(b_, loc, tid, i32c(span, loc));
+  Value warpOfRow = arith::RemUIOp::create(
+      b_, loc, arith::ShRUIOp::create(b_, loc, tid, i32c(5, loc)), i32c(warpsPerRow, loc));
+  barrier(loc); // earlier readers of the buffer (a previous loop iteration) are done
+  {
+    scf::IfOp w = makeIf(leader, false, loc);
+    OpBuilder::InsertionGuard ig(b_);
+    b_.setInsertionPointToStart(w.thenBlock());
+    for (int64_t g = 0; g < groups; ++g) {
+      Value row = arith::AddIOp::create(b_, loc, i32c(g * rowsPerChunk, loc), rowInChunk);
+      Value idx = arith::AddIOp::create(
+          b_, loc, arith::MulIOp::create(b_, loc, row, i32c(warpsPerRow, loc)), warpOfRow);
+      for (size_t i = 0; i < n; ++i)
+        LLVM::StoreOp::create(b_, loc, part[g][i], smemPtr(bases[i], idx, ets[i], loc));
+    }
+  }
+  barrier(loc);
+  // 4. The result's owners (its blocked layout) combine the row's partials.
+  auto rt = cast<RankedTensorType>(op.getResult(0).getType());
+  Layout out = layoutOf(rt);
+  SmallVector<SmallVector<Value>> results(n);
+  for (int64_t s = 0; s < out.slots(); ++s) {
+    Value row = flatIndex(coords(out, s), out.shape, loc);
+    Value first = arith::MulIOp::create(b_, loc, row, i32c(warpsPerRow, loc));
+    SmallVector<Value> acc;
+    for (int64_t w = 0; w < warpsPerRow; ++w) {
+      Value idx = arith::AddIOp::create(b_, loc, first, i32c(w, loc));
+      SmallVector<Value> x;
+      for (size_t i = 0; i < n; ++i)
+        x.push_back(LLVM::LoadOp::create(b_, loc, ets[i], smemPtr(bases[i], idx, ets[i], loc)));
+      acc = acc.empty() ? x : combine(op, acc, x);
+    }
+    for (size_t i = 0; i < n; ++i)
+      results[i].push_back(acc[i]);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    Lowered l;
+    l.kind = Lowered::Dist;
+    l.type = cast<RankedTensorType>(op.getResult(i).getType());
+    l.regs = results[i];
+    vals_[op.getResult(i)] = l;
+  }
+  return true;
+}
+
+} // namespace tessera::lowering::detail
