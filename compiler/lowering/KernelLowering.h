@@ -351,15 +351,23 @@ private:
     return ifOp;
   }
   Value isPrimary(const Layout &l, Location loc);
-  /// Moves the builder to the end of a new scf.for's body, dropping the
-  /// terminator the builder made, so the caller can emit the body and its yield.
-  // `v` (a scalar of the source) is `s` from here on.
+  /// `v` (a scalar of the source) is `s` from here on.
   void bindScalar(Value v, Value s) {
     Lowered l;
     l.kind = Lowered::Scalar;
     l.scalar = s;
     vals_[v] = l;
   }
+  /// `v` (a tile) is held in `regs`, one per slot of its type's layout.
+  void bindDist(Value v, ArrayRef<Value> regs) {
+    Lowered l;
+    l.kind = Lowered::Dist;
+    l.type = cast<RankedTensorType>(v.getType());
+    l.regs.assign(regs.begin(), regs.end());
+    vals_[v] = l;
+  }
+  /// Moves the builder to the end of a new scf.for's body, dropping the
+  /// terminator the builder made, so the caller can emit the body and its yield.
   void enterLoopBody(scf::ForOp loop) {
     Block *body = loop.getBody();
     if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())

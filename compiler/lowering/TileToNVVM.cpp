@@ -1231,13 +1231,8 @@ bool KernelLowering::lowerReduce(tile::ReduceOp op) {
     for (size_t i = 0; i < n; ++i)
       results[i].push_back(forOp.getResult(i));
   }
-  for (size_t i = 0; i < n; ++i) {
-    Lowered l;
-    l.kind = Lowered::Dist;
-    l.type = cast<RankedTensorType>(op.getResult(i).getType());
-    l.regs = results[i];
-    vals_[op.getResult(i)] = l;
-  }
+  for (size_t i = 0; i < n; ++i)
+    bindDist(op.getResult(i), results[i]);
   return true;
 }
 
