@@ -47,6 +47,13 @@ tgpu::MmaEncodingAttr DotLayoutPlanner::choose(tile::DotOp dot) {
     for (DotPath path : {DotPath::Swapped, DotPath::Wgmma, DotPath::MmaSync}) {
       if (!dotPathAllowed(path, *kind, wgmmaTarget))
         continue;
+      // The lowering tries down to 3 stages; the ring must fit at that depth
+      // (DotLoopEmitter's sizes: tf32 C^T keeps B row-major with 32-byte row
+      // padding; the others one swizzled A and B tile per stage).
+      int64_t stageBytes = path == DotPath::Swapped ? BM * BK * eb + BK * (BN * eb + 32)
+                                                    : (BM + BN) * BK * eb;
+      if (1024 + 3 * stageBytes > kMaxSharedBytes)
+        continue;
       if (dotTileWhyNot(path, kind->half, BM, BN, BK, eb, opts.numWarps).empty())
         return tgpu::MmaEncodingAttr::get(ctx, path == DotPath::MmaSync ? 2 : 3, opts.numWarps,
                                           path == DotPath::Swapped);
