@@ -4,6 +4,7 @@
 #include "lowering/Lowering.h"
 #include "ModuleLoader.h"
 #include "tile/TileDialect.h"
+#include "tessera_build_id.h"
 
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/IR/Diagnostics.h"
@@ -224,6 +225,8 @@ std::vector<std::string> listKernels(const std::string &path, std::string *diagn
   return names;
 }
 
-const char *compilerVersion() { return "tessera-" TESSERA_VERSION; }
+// The build id changes with any source of the code generator, so that cached
+// kernels of an older compiler are never reused (cmake/BuildId.cmake).
+const char *compilerVersion() { return "tessera-" TESSERA_VERSION "+" TESSERA_BUILD_ID; }
 
 } // namespace tessera
