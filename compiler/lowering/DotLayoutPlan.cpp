@@ -45,7 +45,7 @@ tgpu::MmaEncodingAttr DotLayoutPlanner::choose(tile::DotOp dot) {
     bool wgmmaTarget = opts.arch == "sm_90a" &&
                        (opts.numWarps == 4 || opts.numWarps == 8 || opts.numWarps == 16);
     for (DotPath path : {DotPath::Swapped, DotPath::Wgmma, DotPath::MmaSync}) {
-      if (!dotPathAllowed(path, *kind, wgmmaTarget))
+      if (!dotPathAllowed(path, *kind, wgmmaTarget, bool(m->transB)))
         continue;
       // The lowering tries down to 3 stages; the ring must fit at that depth
       // (DotLoopEmitter's sizes: tf32 C^T keeps B row-major with 32-byte row
@@ -54,7 +54,7 @@ tgpu::MmaEncodingAttr DotLayoutPlanner::choose(tile::DotOp dot) {
                                                     : (BM + BN) * BK * eb;
       if (1024 + 3 * stageBytes > kMaxSharedBytes)
         continue;
-      if (dotTileWhyNot(path, kind->half, BM, BN, BK, eb, opts.numWarps).empty())
+      if (dotTileWhyNot(path, kind->half, BM, BN, BK, eb, opts.numWarps, bool(m->transB)).empty())
         return tgpu::MmaEncodingAttr::get(ctx, path == DotPath::MmaSync ? 2 : 3, opts.numWarps,
                                           path == DotPath::Swapped);
     }

@@ -21,6 +21,10 @@ struct DotLoop {
   // The conversions of the loaded tiles to the dot-operand layouts (null when
   // layouts were not assigned): the pipeline's copies are those conversions.
   tgpu::ConvertLayoutOp toOperandA, toOperandB;
+  // B given transposed: `dot(a, trans(load(...)))` with the loaded tile
+  // BN x BK, contiguous along K (A @ B^T, as in Q K^T). It is copied as it is
+  // into a K-major stage, which wgmma reads for every operand type.
+  tile::TransOp transB;
   unsigned accIndex = 0; // iter-arg index of the accumulator
   // Iter-arg index -> the uniform offset tile a pointer tile advances by.
   SmallVector<std::pair<unsigned, Value>> advancing;
@@ -48,8 +52,12 @@ struct WgmmaKind {
 enum class DotPath { Swapped, Wgmma, MmaSync };
 
 /// Whether `path` can compute a dot of this kind on this target at all.
-inline bool dotPathAllowed(DotPath path, const WgmmaKind &kind, bool wgmmaTarget) {
+inline bool dotPathAllowed(DotPath path, const WgmmaKind &kind, bool wgmmaTarget,
+                           bool kMajorB = false) {
   bool wgmma = path != DotPath::MmaSync;
+  // A K-major B (given transposed) is wgmma's native form for every type.
+  if (kMajorB)
+    return path == DotPath::Wgmma && wgmmaTarget;
   return !(wgmma && !wgmmaTarget) && !(!wgmma && !kind.half) &&
          !(path == DotPath::Swapped && !kind.tf32);
 }
@@ -57,7 +65,7 @@ inline bool dotPathAllowed(DotPath path, const WgmmaKind &kind, bool wgmmaTarget
 /// Why a BM x BN x BK tile (operands of `eb` bytes) cannot take `path` with
 /// `numWarps` warps, from its shape alone; empty when it can.
 std::string dotTileWhyNot(DotPath path, bool half, int64_t BM, int64_t BN, int64_t BK, int64_t eb,
-                          int64_t numWarps);
+                          int64_t numWarps, bool kMajorB = false);
 
 /// The dot's wgmma flavour, or nothing when wgmma cannot compute it.
 inline std::optional<WgmmaKind> wgmmaKindOf(tile::DotOp dot) {
@@ -87,11 +95,11 @@ public:
         i32(b_.getI32Type()), i64(b_.getI64Type()), ptr3(LLVM::LLVMPointerType::get(ctx, 3)),
         ea(m.dot.getA().getType().getElementType()),
         accTy(m.dot.getAcc().getType().getElementType()), half(kind.half), tf32(kind.tf32),
-        int8(kind.int8), swap(swapAB), ws(warpSpecialized), bViaRegs(!half && !swap), BM(m.dot.getA().getType().getDimSize(0)),
+        int8(kind.int8), swap(swapAB), ws(warpSpecialized), kMajorB(bool(m.transB)), bViaRegs(!half && !swap && !kMajorB), BM(m.dot.getA().getType().getDimSize(0)),
         BK(m.dot.getA().getType().getDimSize(1)), BN(m.dot.getB().getType().getDimSize(1)),
         eb(ea.getIntOrFloatBitWidth() / 8), vecElems(16 / eb), kPerInst(32 / eb),
         warpgroups(kl.numWarps_ / 4), S(stages), WA(std::min<int64_t>(128, BK * eb)),
-        WB(bViaRegs ? WA : std::min<int64_t>(128, BN * eb)), aBytes(BM * BK * eb),
+        WB(bViaRegs || kMajorB ? WA : std::min<int64_t>(128, BN * eb)), aBytes(BM * BK * eb),
         bBytes(BK * BN * eb), stageBytes(aBytes + bBytes), rawRow(BN * eb + (swap ? 32 : 16)),
         rawBytes(BK * rawRow), stagedBytes(S * aBytes + 3 * bBytes + (S - 2) * rawBytes),
         bStaged(bViaRegs && S >= 4 && kl.smemUsed_ + 1024 + stagedBytes <= kMaxSharedBytes),
@@ -173,6 +181,8 @@ private:
   // Registers per thread with two consumer warpgroups (setmaxnreg): the
   // producers keep each chunk's hoisted address, 128 x 104 + 256 x 200 <= 64K.
   static constexpr int64_t kProducerRegs = 104, kConsumerRegs = 200;
+  // B copied from a transposed tile into a K-major stage (DotLoop::transB).
+  const bool kMajorB;
   const bool bViaRegs;
   const int64_t BM, BK, BN;
   const int64_t eb; // operand element bytes

@@ -79,7 +79,22 @@ std::optional<DotLoop> matchDotLoop(scf::ForOp op) {
     return (cvt ? cvt.getSrc() : v).getDefiningOp<tile::LoadOp>();
   };
   m.loadA = operandLoad(m.dot.getA(), m.toOperandA);
-  m.loadB = operandLoad(m.dot.getB(), m.toOperandB);
+  // B may be a transposed load (A @ B^T).
+  Value bSrc = m.dot.getB();
+  if (auto cvt = bSrc.getDefiningOp<tgpu::ConvertLayoutOp>()) {
+    if (!isa_and_present<tgpu::DotOperandEncodingAttr>(cvt.getType().getEncoding()) ||
+        cvt->getBlock() != &body || !cvt->hasOneUse())
+      return std::nullopt;
+    m.toOperandB = cvt;
+    bSrc = cvt.getSrc();
+  }
+  if (auto tr = bSrc.getDefiningOp<tile::TransOp>()) {
+    if (tr->getBlock() != &body || !tr->hasOneUse() || tr.getOrder() != ArrayRef<int32_t>{1, 0})
+      return std::nullopt;
+    m.transB = tr;
+    bSrc = tr.getSrc();
+  }
+  m.loadB = bSrc.getDefiningOp<tile::LoadOp>();
   for (tile::LoadOp ld : {m.loadA, m.loadB})
     if (!ld || ld->getBlock() != &body || !ld->hasOneUse() || ld.getIsVolatile() ||
         !isZeroSplat(ld.getOther()))
@@ -112,10 +127,10 @@ std::optional<DotLoop> matchDotLoop(scf::ForOp op) {
 }
 
 std::string dotTileWhyNot(DotPath path, bool half, int64_t BM, int64_t BN, int64_t BK, int64_t eb,
-                          int64_t numWarps) {
+                          int64_t numWarps, bool kMajorB) {
   std::string tile = std::to_string(BM) + "x" + std::to_string(BN) + "x" + std::to_string(BK);
   bool swap = path == DotPath::Swapped, useWgmma = path != DotPath::MmaSync;
-  bool bViaRegs = !half && !swap;
+  bool bViaRegs = !half && !swap && !kMajorB;
   int64_t warpgroups = numWarps / 4, threads = 32 * numWarps, vecElems = 16 / eb,
           kPerInst = 32 / eb;
   // wgmma: 64-row blocks per warpgroup, N up to 256. mma.sync: 16-bit
@@ -131,7 +146,7 @@ std::string dotTileWhyNot(DotPath path, bool half, int64_t BM, int64_t BN, int64
   std::optional<Layout> mma = mmaLayoutFor(BM, BN, numWarps);
   if (!useWgmma && (!mma || mma->tn % 2))
     return "no mma.sync warp grid with an even number of n8 tiles per warp for " + tile;
-  if (BK % kPerInst || (bViaRegs && BK % 16) || BN % 16 || BN * eb < 32 ||
+  if (BK % kPerInst || (bViaRegs && BK % 16) || BN % 16 || (!kMajorB && BN * eb < 32) ||
       (BM * BK / vecElems) % threads || (BK * BN / vecElems) % threads)
     return "the " + tile + " tile does not split into 16-byte copies over the block's threads";
   return "";
@@ -144,7 +159,8 @@ bool DotLoopEmitter::applies() {
   };
   std::string tile = std::to_string(BM) + "x" + std::to_string(BN) + "x" + std::to_string(BK);
   DotPath path = swap ? DotPath::Swapped : useWgmma ? DotPath::Wgmma : DotPath::MmaSync;
-  if (std::string why = dotTileWhyNot(path, half, BM, BN, BK, eb, kl_.numWarps_); !why.empty())
+  if (std::string why = dotTileWhyNot(path, half, BM, BN, BK, eb, kl_.numWarps_, kMajorB);
+      !why.empty())
     return no(why);
   // Both operands must be contiguous along their last dimension (rows of A
   // along K, rows of B along N): whole 16-byte chunks are copied.
@@ -192,8 +208,10 @@ std::string DotLoopEmitter::summary() const {
                  " computing C^T = B^T A^T, B^T from registers"
       : useWgmma ? "wgmma m64n" + std::to_string(BN) + "k" + std::to_string(kPerInst)
                  : std::string("mma.sync m16n8k16 with ldmatrix");
-  std::string b = !bViaRegs ? "" : bStaged ? ", B staged and transposed in shared memory"
-                                           : ", B through registers";
+  std::string b = kMajorB    ? ", B^T copied K-major"
+                  : !bViaRegs ? ""
+                  : bStaged   ? ", B staged and transposed in shared memory"
+                              : ", B through registers";
   return what + ", " + std::to_string(S) + " stages" + b +
          (ws ? ", warp-specialized (a producer warpgroup copies)" : "");
 }
@@ -528,7 +546,7 @@ bool DotLoopEmitter::bindIteration(Value j) {
   for (Operation &o : op_.getBody()->without_terminator()) {
     if (&o == m_.loadA.getOperation() || &o == m_.loadB.getOperation() ||
         &o == m_.dot.getOperation() || &o == m_.toOperandA.getOperation() ||
-        &o == m_.toOperandB.getOperation())
+        &o == m_.toOperandB.getOperation() || &o == m_.transB.getOperation())
       continue;
     if (!kl_.lowerOp(&o))
       return false;
@@ -592,7 +610,7 @@ bool DotLoopEmitter::issueIteration(Value j, ArrayRef<Value> bVals) {
   else if (bViaRegs)
     storeTransposed(bVals, bStage(j));
   else
-    ok = ok && issueCopy(m_.loadB, bStage(j), swizzledIn(BK, WB));
+    ok = ok && issueCopy(m_.loadB, bStage(j), swizzledIn(kMajorB ? BN : BK, WB));
   kl_.popScope();
   return ok;
 }
@@ -661,7 +679,8 @@ std::string DotLoopEmitter::wgmmaText() const {
   // Scale and transpose immediates: 16-bit types read B transposed; tf32 has
   // scales only; integer wgmma has neither.
   text += "}, $" + std::to_string(RB) + ", $" + std::to_string(RB + 1) +
-          (half ? ", p, 1, 1, 0, 1;\n}" : tf32 ? ", p, 1, 1;\n}" : ", p;\n}");
+          (half ? (kMajorB ? ", p, 1, 1, 0, 0;\n}" : ", p, 1, 1, 0, 1;\n}")
+                : tf32 ? ", p, 1, 1;\n}" : ", p;\n}");
   return text;
 }
 
@@ -745,7 +764,7 @@ void DotLoopEmitter::issueWgmmas(Value i, Value rowBytes, SmallVector<Value> &ac
   // A is K-major (leading offset unused with swizzling); B is N-major: its
   // W-byte column blocks are BK * W bytes apart.
   int64_t highA = descHigh(16, 8 * WA, WA);
-  int64_t highB = bViaRegs ? descHigh(16, 8 * WB, WB) : descHigh(BK * WB, 8 * WB, WB);
+  int64_t highB = bViaRegs || kMajorB ? descHigh(16, 8 * WB, WB) : descHigh(BK * WB, 8 * WB, WB);
   std::string mmaText = wgmmaText(), mmaCons = wgmmaConstraints();
   Value sB = bStage(i);
   Value sAw = arith::AddIOp::create(b_, loc, aStage(i), rowBytes);
@@ -755,7 +774,8 @@ void DotLoopEmitter::issueWgmmas(Value i, Value rowBytes, SmallVector<Value> &ac
     // B: 16 rows of K further (N-major), or 32 bytes along K (K-major).
     Value bDesc =
         desc(arith::AddIOp::create(b_, loc, sB,
-                                   c32(bViaRegs ? kb / WB * (BN * WB) + kb % WB : kk * 16 * WB)),
+                                   c32(bViaRegs || kMajorB ? kb / WB * (BN * WB) + kb % WB
+                                                           : kk * 16 * WB)),
              highB);
     for (int64_t t = 0; t < T; ++t) { // the warpgroup's 64-row blocks
       Value aAddr =
@@ -890,7 +910,7 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
   // tf32 tries C^T = B^T A^T first (no shared-memory transpose of B).
   for (DotPath path : {DotPath::Swapped, DotPath::Wgmma, DotPath::MmaSync}) {
     bool wgmma = path != DotPath::MmaSync;
-    if (!dotPathAllowed(path, *kind, wgmmaTarget))
+    if (!dotPathAllowed(path, *kind, wgmmaTarget, bool(m->transB)))
       continue;
     // Warp-specialized first, with a power-of-two stage count (slots and
     // phases of the running iteration count are then masks and shifts).

@@ -267,6 +267,8 @@ Value KernelLowering::elem(Value v, ArrayRef<Value> c, Location loc) {
       for (size_t i = 0; i < order.size(); ++i)
         sc[order[i]] = c[i];
       r = elem(tr.getSrc(), sc, loc);
+    } else if (auto cv = dyn_cast<tgpu::ConvertLayoutOp>(op)) {
+      r = elem(cv.getSrc(), c, loc); // the same element in another layout
     } else if (auto h = dyn_cast<tile::HintOp>(op)) {
       r = elem(h.getSrc(), c, loc);
     } else {

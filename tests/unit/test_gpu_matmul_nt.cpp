@@ -1,0 +1,139 @@
+// GPU checks of dot(a, trans(b)): C = A @ B^T with B given as N x K rows
+// (contiguous along K), the form of Q K^T. On sm_90a the loaded B^T tile is
+// copied as it is into a K-major stage that wgmma reads for every operand type
+// (no transposition in shared memory or registers). Against fp64 on the CPU,
+// at ragged shapes (partial tiles, misaligned rows: the pipelined loop with
+// element-wise copies) and aligned ones (the warp-specialized loop). Skips
+// visibly without a GPU.
+#include "GpuTestSupport.h"
+#include "TestSupport.h"
+
+#include "tessera/JIT.h"
+#include "tessera/Runtime.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+using namespace tessera;
+
+namespace {
+const char *kMatmulNT = R"(
+@kernel
+def mm_nt(A: *DT, B: *DT, C: *OUT, M: i32, N: i32, K: i32, sa: i32, sb: i32, sc: i32,
+          BM: constexpr = 128, BN: constexpr = 128, BK: constexpr = 32, DT: constexpr = bf16,
+          ACC: constexpr = f32, OUT: constexpr = f32):
+    rm = program_id(0) * BM + arange(0, BM)
+    rn = program_id(1) * BN + arange(0, BN)
+    rk = arange(0, BK)
+    pa = A + rm[:, None] * sa + rk[None, :]
+    pb = B + rn[:, None] * sb + rk[None, :]
+    acc = zeros((BM, BN), ACC)
+    for k0 in range(0, K, BK):
+        a = load(pa, mask=(rm[:, None] < M) & (rk[None, :] < K - k0), other=0)
+        bt = load(pb, mask=(rn[:, None] < N) & (rk[None, :] < K - k0), other=0)
+        acc = dot(a, trans(bt), acc)
+        pa += BK
+        pb += BK
+    store(C + rm[:, None] * sc + rn[None, :], acc.to(OUT), mask=(rm[:, None] < M) & (rn[None, :] < N))
+)";
+
+double sample(std::mt19937 &rng, const std::string &dt) {
+  if (dt == "i8")
+    return double(int(rng() % 255) - 127);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  float x = u(rng);
+  return dt == "bf16" ? float(bf16(x)) : dt == "f16" ? float(f16(x)) : x;
+}
+
+void put(std::vector<uint8_t> &buf, size_t i, double v, const std::string &dt) {
+  if (dt == "i8") {
+    buf[i] = uint8_t(int8_t(v));
+  } else if (dt == "f32") {
+    float f = float(v);
+    std::memcpy(&buf[i * 4], &f, 4);
+  } else {
+    uint16_t bits = dt == "bf16" ? bf16(float(v)).bits : f16(float(v)).bits;
+    std::memcpy(&buf[i * 2], &bits, 2);
+  }
+}
+
+// ||C - ref|| / ||ref|| over the M x N result (C is f32, or i32 for i8).
+double run(Context &ctx, const std::string &dt, int64_t M, int64_t N, int64_t K, int warps,
+           int stages, int64_t bm, int64_t bn, int64_t bk) {
+  std::mt19937 rng(uint32_t(M * 131 + N * 7 + K));
+  size_t eb = dt == "f32" ? 4 : dt == "i8" ? 1 : 2;
+  bool isInt = dt == "i8";
+  std::vector<double> a(size_t(M * K)), b(size_t(N * K));
+  std::vector<uint8_t> ha(a.size() * eb), hb(b.size() * eb);
+  for (size_t i = 0; i < a.size(); ++i)
+    put(ha, i, a[i] = sample(rng, dt), dt);
+  for (size_t i = 0; i < b.size(); ++i)
+    put(hb, i, b[i] = sample(rng, dt), dt);
+  DeviceMemory da = ctx.allocBytes(ha.size()), db = ctx.allocBytes(hb.size());
+  DeviceMemory dc = ctx.allocBytes(size_t(M * N) * 4);
+  da.copyFromHost(ha.data(), ha.size());
+  db.copyFromHost(hb.data(), hb.size());
+  dc.memset(0xFF);
+  JitOptions o;
+  o.numWarps = warps;
+  o.numStages = stages;
+  std::map<std::string, ConstexprValue> cx = {
+      {"BM", bm}, {"BN", bn}, {"BK", bk}, {"DT", *parseDType(dt)},
+      {"ACC", *parseDType(isInt ? "i32" : "f32")}, {"OUT", *parseDType(isInt ? "i32" : "f32")}};
+  Kernel k = compileString(ctx, kMatmulNT, "mm_nt.tile", "mm_nt", cx, o);
+  std::vector<ArgValue> args =
+      makeArgs(DevicePtr<uint8_t>{da.address()}, DevicePtr<uint8_t>{db.address()},
+               DevicePtr<uint8_t>{dc.address()}, int32_t(M), int32_t(N), int32_t(K), int32_t(K),
+               int32_t(K), int32_t(N));
+  for (size_t p = 0; p < 3; ++p)
+    args[p].type = k.signature().params[p].type;
+  k.launchWithArgs(ctx.stream(), Grid::of(cdiv(M, bm), cdiv(N, bn)), args);
+  ctx.synchronize();
+  std::vector<uint8_t> hc(dc.size());
+  dc.copyToHost(hc.data(), hc.size());
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double ref = 0;
+      for (int64_t q = 0; q < K; ++q)
+        ref += a[size_t(i * K + q)] * b[size_t(j * K + q)];
+      double got;
+      if (isInt) {
+        int32_t v;
+        std::memcpy(&v, &hc[size_t(i * N + j) * 4], 4);
+        got = v;
+      } else {
+        float v;
+        std::memcpy(&v, &hc[size_t(i * N + j) * 4], 4);
+        got = v;
+      }
+      num += (got - ref) * (got - ref);
+      den += ref * ref;
+    }
+  return std::sqrt(num / den);
+}
+} // namespace
+
+TEST_CASE("GPU dot with a transposed B (A @ B^T) matches fp64", "[gpu][matmul]") {
+  std::unique_ptr<Context> ctx = tessera::testing::gpuOrSkip();
+  if (!ctx)
+    return;
+  struct Shape {
+    int64_t M, N, K;
+  };
+  for (const char *dt : {"bf16", "f16", "f32", "i8"}) {
+    // tf32 rounds the operands to 10 mantissa bits; bf16/f16 products are exact.
+    double tol = std::string(dt) == "i8" ? 0 : std::string(dt) == "f32" ? 3e-3 : 1e-5;
+    int64_t bk = std::string(dt) == "i8" ? 64 : 32;
+    for (Shape s : {Shape{300, 200, 190}, Shape{256, 384, 512}, Shape{129, 136, 96}})
+      for (auto [warps, bm, bn] : {std::tuple<int, int64_t, int64_t>{8, 128, 128}, {4, 64, 128}}) {
+        double err = run(*ctx, dt, s.M, s.N, s.K, warps, 4, bm, bn, bk);
+        INFO(dt << " " << s.M << "x" << s.N << "x" << s.K << " warps " << warps << " tile " << bm
+                << "x" << bn << "x" << bk << ": rel err " << err);
+        CHECK(err <= tol);
+      }
+  }
+}
