@@ -5,6 +5,7 @@
 // leading dimensions exercise the masked and misaligned copy paths.
 // Skips visibly without a GPU.
 #include "GpuTestSupport.h"
+#include "MatmulTestSupport.h"
 #include "TestSupport.h"
 
 #include "tessera/JIT.h"
@@ -17,6 +18,7 @@
 #include <random>
 
 using namespace tessera;
+using namespace tessera::testing;
 
 namespace {
 struct Case {
@@ -33,31 +35,6 @@ struct Cfg {
 
 std::string kernelPath() { return std::string(TESSERA_SOURCE_DIR) + "/kernels_dsl/basics/matmul.tile"; }
 
-// Values exactly representable in every operand type, so the reference is exact.
-double sample(std::mt19937 &rng, const std::string &dt) {
-  if (dt == "i8")
-    return double(int(rng() % 255) - 127);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  float x = u(rng);
-  if (dt == "bf16")
-    return float(bf16(x));
-  if (dt == "f16")
-    return float(f16(x));
-  return x;
-}
-
-void store(std::vector<uint8_t> &buf, size_t i, double v, const std::string &dt) {
-  if (dt == "i8") {
-    buf[i] = uint8_t(int8_t(v));
-  } else if (dt == "f32") {
-    float f = float(v);
-    std::memcpy(&buf[i * 4], &f, 4);
-  } else {
-    uint16_t bits = dt == "bf16" ? bf16(float(v)).bits : f16(float(v)).bits;
-    std::memcpy(&buf[i * 2], &bits, 2);
-  }
-}
-
 // Relative error ||C - ref|| / ||ref|| over the M x N result; NaN when any
 // element was not written (the output is poisoned first).
 double runCase(Context &ctx, const std::string &dt, const Case &c, const Cfg &cfg, uint64_t seed) {
@@ -67,9 +44,9 @@ double runCase(Context &ctx, const std::string &dt, const Case &c, const Cfg &cf
   std::vector<double> a(size_t(c.M * c.lda)), b(size_t(c.K * c.ldb));
   std::vector<uint8_t> ha(a.size() * eb), hb(b.size() * eb);
   for (size_t i = 0; i < a.size(); ++i)
-    store(ha, i, a[i] = sample(rng, dt), dt);
+    putOperand(ha, i, a[i] = sampleOperand(rng, dt), dt);
   for (size_t i = 0; i < b.size(); ++i)
-    store(hb, i, b[i] = sample(rng, dt), dt);
+    putOperand(hb, i, b[i] = sampleOperand(rng, dt), dt);
   DeviceMemory da = ctx.allocBytes(ha.size()), db = ctx.allocBytes(hb.size());
   DeviceMemory dc = ctx.allocBytes(size_t(c.M * c.ldc) * 4);
   da.copyFromHost(ha.data(), ha.size());
@@ -106,27 +83,15 @@ double runCase(Context &ctx, const std::string &dt, const Case &c, const Cfg &cf
     for (int64_t j = c.N * 4; j < c.ldc * 4; ++j)
       if (hc[size_t(i * c.ldc * 4 + j)] != 0xFF)
         return 1e9;
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < c.M; ++i)
-    for (int64_t j = 0; j < c.N; ++j) {
-      double ref = 0;
-      for (int64_t q = 0; q < c.K; ++q)
-        ref += a[size_t(i * c.lda + q)] * b[size_t(q * c.ldb + j)];
-      size_t at = size_t(i * c.ldc + j) * 4;
-      double got;
-      if (isInt) {
-        int32_t v;
-        std::memcpy(&v, &hc[at], 4);
-        got = v;
-      } else {
-        float v;
-        std::memcpy(&v, &hc[at], 4);
-        got = v;
-      }
-      num += (got - ref) * (got - ref);
-      den += ref * ref;
-    }
-  return std::sqrt(num / den);
+  auto ref = [&](int64_t i, int64_t j) {
+    double r = 0;
+    for (int64_t q = 0; q < c.K; ++q)
+      r += a[size_t(i * c.lda + q)] * b[size_t(q * c.ldb + j)];
+    return r;
+  };
+  return relativeError(c.M, c.N, ref, [&](int64_t i, int64_t j) {
+    return resultAt(hc, size_t(i * c.ldc + j), isInt);
+  });
 }
 } // namespace
 
@@ -233,9 +198,9 @@ TEST_CASE("GPU roast_mm_fwd on the pipelined tensor-core path matches fp64", "[g
     std::vector<double> x(static_cast<size_t>(Bn * K)), mem(static_cast<size_t>(memSize));
     std::vector<uint8_t> hx(x.size() * eb), hm(mem.size() * eb);
     for (size_t i = 0; i < x.size(); ++i)
-      store(hx, i, x[i] = sample(rng, dt), dt);
+      putOperand(hx, i, x[i] = sampleOperand(rng, dt), dt);
     for (size_t i = 0; i < mem.size(); ++i)
-      store(hm, i, mem[i] = sample(rng, dt), dt);
+      putOperand(hm, i, mem[i] = sampleOperand(rng, dt), dt);
     std::vector<double> ref(size_t(Bn * N), 0.0);
     for (int64_t b = 0; b < Bn; ++b)
       for (int64_t k = 0; k < K; ++k)

@@ -6,6 +6,7 @@
 // element-wise copies) and aligned ones (the warp-specialized loop). Skips
 // visibly without a GPU.
 #include "GpuTestSupport.h"
+#include "MatmulTestSupport.h"
 #include "TestSupport.h"
 
 #include "tessera/JIT.h"
@@ -18,6 +19,7 @@
 #include <random>
 
 using namespace tessera;
+using namespace tessera::testing;
 
 namespace {
 const char *kMatmulNT = R"(
@@ -40,26 +42,6 @@ def mm_nt(A: *DT, B: *DT, C: *OUT, M: i32, N: i32, K: i32, sa: i32, sb: i32, sc:
     store(C + rm[:, None] * sc + rn[None, :], acc.to(OUT), mask=(rm[:, None] < M) & (rn[None, :] < N))
 )";
 
-double sample(std::mt19937 &rng, const std::string &dt) {
-  if (dt == "i8")
-    return double(int(rng() % 255) - 127);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  float x = u(rng);
-  return dt == "bf16" ? float(bf16(x)) : dt == "f16" ? float(f16(x)) : x;
-}
-
-void put(std::vector<uint8_t> &buf, size_t i, double v, const std::string &dt) {
-  if (dt == "i8") {
-    buf[i] = uint8_t(int8_t(v));
-  } else if (dt == "f32") {
-    float f = float(v);
-    std::memcpy(&buf[i * 4], &f, 4);
-  } else {
-    uint16_t bits = dt == "bf16" ? bf16(float(v)).bits : f16(float(v)).bits;
-    std::memcpy(&buf[i * 2], &bits, 2);
-  }
-}
-
 // ||C - ref|| / ||ref|| over the M x N result (C is f32, or i32 for i8).
 double run(Context &ctx, const std::string &dt, int64_t M, int64_t N, int64_t K, int warps,
            int stages, int64_t bm, int64_t bn, int64_t bk) {
@@ -69,9 +51,9 @@ double run(Context &ctx, const std::string &dt, int64_t M, int64_t N, int64_t K,
   std::vector<double> a(size_t(M * K)), b(size_t(N * K));
   std::vector<uint8_t> ha(a.size() * eb), hb(b.size() * eb);
   for (size_t i = 0; i < a.size(); ++i)
-    put(ha, i, a[i] = sample(rng, dt), dt);
+    putOperand(ha, i, a[i] = sampleOperand(rng, dt), dt);
   for (size_t i = 0; i < b.size(); ++i)
-    put(hb, i, b[i] = sample(rng, dt), dt);
+    putOperand(hb, i, b[i] = sampleOperand(rng, dt), dt);
   DeviceMemory da = ctx.allocBytes(ha.size()), db = ctx.allocBytes(hb.size());
   DeviceMemory dc = ctx.allocBytes(size_t(M * N) * 4);
   da.copyFromHost(ha.data(), ha.size());
@@ -94,26 +76,14 @@ double run(Context &ctx, const std::string &dt, int64_t M, int64_t N, int64_t K,
   ctx.synchronize();
   std::vector<uint8_t> hc(dc.size());
   dc.copyToHost(hc.data(), hc.size());
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < M; ++i)
-    for (int64_t j = 0; j < N; ++j) {
-      double ref = 0;
-      for (int64_t q = 0; q < K; ++q)
-        ref += a[size_t(i * K + q)] * b[size_t(j * K + q)];
-      double got;
-      if (isInt) {
-        int32_t v;
-        std::memcpy(&v, &hc[size_t(i * N + j) * 4], 4);
-        got = v;
-      } else {
-        float v;
-        std::memcpy(&v, &hc[size_t(i * N + j) * 4], 4);
-        got = v;
-      }
-      num += (got - ref) * (got - ref);
-      den += ref * ref;
-    }
-  return std::sqrt(num / den);
+  auto ref = [&](int64_t i, int64_t j) {
+    double r = 0;
+    for (int64_t q = 0; q < K; ++q)
+      r += a[size_t(i * K + q)] * b[size_t(j * K + q)];
+    return r;
+  };
+  return relativeError(M, N, ref,
+                       [&](int64_t i, int64_t j) { return resultAt(hc, size_t(i * N + j), isInt); });
 }
 } // namespace
 

@@ -1,0 +1,72 @@
+// Operands and results of the GPU matmul tests: values exactly representable
+// in every operand type (so an fp64 reference is exact), their bytes in a
+// host buffer, and an f32 or i32 result read back.
+#ifndef TESSERA_TESTS_MATMULTESTSUPPORT_H
+#define TESSERA_TESTS_MATMULTESTSUPPORT_H
+
+#include "tessera/Half.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace tessera::testing {
+
+/// A random operand value of type `dt` (i8, bf16, f16 or f32), as a double.
+inline double sampleOperand(std::mt19937 &rng, const std::string &dt) {
+  if (dt == "i8")
+    return double(int(rng() % 255) - 127);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  float x = u(rng);
+  if (dt == "bf16")
+    return float(bf16(x));
+  if (dt == "f16")
+    return float(f16(x));
+  return x;
+}
+
+/// Writes element i of a `dt` buffer.
+inline void putOperand(std::vector<uint8_t> &buf, size_t i, double v, const std::string &dt) {
+  if (dt == "i8") {
+    buf[i] = uint8_t(int8_t(v));
+  } else if (dt == "f32") {
+    float f = float(v);
+    std::memcpy(&buf[i * 4], &f, 4);
+  } else {
+    uint16_t bits = dt == "bf16" ? bf16(float(v)).bits : f16(float(v)).bits;
+    std::memcpy(&buf[i * 2], &bits, 2);
+  }
+}
+
+/// Element i of a 4-byte result buffer: i32 when `isInt`, else f32.
+inline double resultAt(const std::vector<uint8_t> &buf, size_t i, bool isInt) {
+  if (isInt) {
+    int32_t v;
+    std::memcpy(&v, &buf[i * 4], 4);
+    return v;
+  }
+  float v;
+  std::memcpy(&v, &buf[i * 4], 4);
+  return v;
+}
+
+/// ||got - ref|| / ||ref|| over an M x N result; ref(i, j) and got(i, j)
+/// give the elements.
+template <class Ref, class Got>
+double relativeError(int64_t M, int64_t N, Ref ref, Got got) {
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double r = ref(i, j), g = got(i, j);
+      num += (g - r) * (g - r);
+      den += r * r;
+    }
+  return std::sqrt(num / den);
+}
+
+} // namespace tessera::testing
+
+#endif
