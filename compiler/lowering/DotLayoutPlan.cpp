@@ -1,11 +1,14 @@
 // Which accumulator layout each dot's lowering produces, decided ahead of the
 // lowering for tessera-assign-layouts. It follows lowerPipelinedDotLoop's
-// order of preference (tf32 as C^T = B^T A^T, then wgmma, then mma.sync) over
-// the conditions that the tile shapes decide, and the unpipelined lowering
-// (mma.sync for 16-bit operands, else FMA in the blocked layout) elsewhere.
-// What only the lowering knows (whether the carried pointers start from
-// index arithmetic, shared memory left) can still send a loop down a later path; the lowering then converts its result
-// to the recorded layout where the IR asks for it, and remarks on it.
+// order of preference (tf32 as C^T = B^T A^T, then wgmma, then mma.sync; a
+// transposed B takes wgmma only) over what the tile shapes, the target, the
+// stage count, operand contiguity and the ring's size at 3 stages decide, and
+// the unpipelined lowering (mma.sync for 16-bit operands, else FMA in the
+// blocked layout) elsewhere. What only the lowering knows (whether the
+// carried pointers start from index arithmetic, shared memory used before the
+// loop) can still send a loop down a later path; its result then keeps its
+// actual layout, uses that need the assigned one convert, and the lowering
+// remarks on it. test_layout_assignment.cpp checks the two agree.
 #include "DotLoopEmitter.h"
 
 #include <array>
