@@ -55,9 +55,10 @@ enum class DotPath { Swapped, Wgmma, MmaSync };
 inline bool dotPathAllowed(DotPath path, const WgmmaKind &kind, bool wgmmaTarget,
                            bool kMajorB = false) {
   bool wgmma = path != DotPath::MmaSync;
-  // A K-major B (given transposed) is wgmma's native form for every type.
+  // A K-major B (given transposed) is wgmma's native form for every type, and
+  // mma.sync's for 16-bit ones (ldmatrix without .trans).
   if (kMajorB)
-    return path == DotPath::Wgmma && wgmmaTarget;
+    return (path == DotPath::Wgmma && wgmmaTarget) || (path == DotPath::MmaSync && kind.half);
   return !(wgmma && !wgmmaTarget) && !(!wgmma && !kind.half) &&
          !(path == DotPath::Swapped && !kind.tf32);
 }

@@ -711,6 +711,15 @@ void DotLoopEmitter::emitMmaSyncSteps(SmallVector<Value> &accs, Value i) {
       arith::MulIOp::create(b_, loc, arith::AndIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, lane, c32(3)), c32(1)), c32(8)));
   Value bN = arith::AddIOp::create(
       b_, loc, colBase, arith::MulIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, lane, c32(4)), c32(8)));
+  // K-major B: lanes 8q..8q+7 address N rows 0..7 of n8 tile q / 2 of the
+  // pair at K 8 * (q % 2), giving b0, b1 of both tiles.
+  Value bRowN = arith::AddIOp::create(
+      b_, loc, colBase,
+      arith::AddIOp::create(b_, loc,
+                            arith::MulIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, lane, c32(4)), c32(8)),
+                            arith::AndIOp::create(b_, loc, lane, c32(7))));
+  Value bColK = arith::MulIOp::create(
+      b_, loc, arith::AndIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, lane, c32(3)), c32(1)), c32(8));
   Value sA = aStage(i), sB = bStage(i);
   auto ldmatrix = [&](Value addr, bool trans) {
     auto op = asmCall(SmallVector<Type>(4, i32), {addr},
@@ -733,9 +742,16 @@ void DotLoopEmitter::emitMmaSyncSteps(SmallVector<Value> &accs, Value i) {
       aFrag.push_back(ldmatrix(arith::AddIOp::create(b_, loc, sA, swizzled(row, colByte, BM, WA)), false));
     }
     for (int64_t jp = 0; jp < accLay.tn; jp += 2) {
-      Value k = arith::AddIOp::create(b_, loc, bK, c32(kk * 16));
-      Value colByte = arith::MulIOp::create(b_, loc, arith::AddIOp::create(b_, loc, bN, c32(jp * 8)), c32(eb));
-      SmallVector<Value> r = ldmatrix(arith::AddIOp::create(b_, loc, sB, swizzled(k, colByte, BK, WB)), true);
+      SmallVector<Value> r;
+      if (kMajorB) { // rows of the stage are N: read like A, without .trans
+        Value n = arith::AddIOp::create(b_, loc, bRowN, c32(jp * 8));
+        Value kByte = arith::MulIOp::create(b_, loc, arith::AddIOp::create(b_, loc, bColK, c32(kk * 16)), c32(eb));
+        r = ldmatrix(arith::AddIOp::create(b_, loc, sB, swizzled(n, kByte, BN, WB)), false);
+      } else {
+        Value k = arith::AddIOp::create(b_, loc, bK, c32(kk * 16));
+        Value colByte = arith::MulIOp::create(b_, loc, arith::AddIOp::create(b_, loc, bN, c32(jp * 8)), c32(eb));
+        r = ldmatrix(arith::AddIOp::create(b_, loc, sB, swizzled(k, colByte, BK, WB)), true);
+      }
       bFrag[jp] = {r[0], r[1]};
       bFrag[jp + 1] = {r[2], r[3]};
     }

@@ -1,7 +1,8 @@
 // GPU checks of dot(a, trans(b)): C = A @ B^T with B given as N x K rows
 // (contiguous along K), the form of Q K^T. On sm_90a the loaded B^T tile is
 // copied as it is into a K-major stage that wgmma reads for every operand type
-// (no transposition in shared memory or registers). Against fp64 on the CPU,
+// (no transposition in shared memory or registers); on sm_80, mma.sync reads
+// its B fragments from that stage with ldmatrix. Against fp64 on the CPU,
 // at ragged shapes (partial tiles, misaligned rows: the pipelined loop with
 // element-wise copies) and aligned ones (the warp-specialized loop). Skips
 // visibly without a GPU.
@@ -44,7 +45,7 @@ def mm_nt(A: *DT, B: *DT, C: *OUT, M: i32, N: i32, K: i32, sa: i32, sb: i32, sc:
 
 // ||C - ref|| / ||ref|| over the M x N result (C is f32, or i32 for i8).
 double run(Context &ctx, const std::string &dt, int64_t M, int64_t N, int64_t K, int warps,
-           int stages, int64_t bm, int64_t bn, int64_t bk) {
+           int stages, int64_t bm, int64_t bn, int64_t bk, const char *arch = "") {
   std::mt19937 rng(uint32_t(M * 131 + N * 7 + K));
   size_t eb = dt == "f32" ? 4 : dt == "i8" ? 1 : 2;
   bool isInt = dt == "i8";
@@ -62,6 +63,7 @@ double run(Context &ctx, const std::string &dt, int64_t M, int64_t N, int64_t K,
   JitOptions o;
   o.numWarps = warps;
   o.numStages = stages;
+  o.arch = arch;
   std::map<std::string, ConstexprValue> cx = {
       {"BM", bm}, {"BN", bn}, {"BK", bk}, {"DT", *parseDType(dt)},
       {"ACC", *parseDType(isInt ? "i32" : "f32")}, {"OUT", *parseDType(isInt ? "i32" : "f32")}};
@@ -106,4 +108,11 @@ TEST_CASE("GPU dot with a transposed B (A @ B^T) matches fp64", "[gpu][matmul]")
         CHECK(err <= tol);
       }
   }
+  // sm_80 code (runs on sm_90 too): mma.sync with B's fragments from the K-major stage.
+  for (const char *dt : {"bf16", "f16"})
+    for (Shape s : {Shape{300, 200, 190}, Shape{256, 384, 512}}) {
+      double err = run(*ctx, dt, s.M, s.N, s.K, 4, 3, 128, 128, 32, "sm_80");
+      INFO(dt << " sm_80 " << s.M << "x" << s.N << "x" << s.K << ": rel err " << err);
+      CHECK(err <= 1e-5);
+    }
 }
