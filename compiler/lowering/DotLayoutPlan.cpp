@@ -11,9 +11,6 @@
 // remarks on it. test_layout_assignment.cpp checks the two agree.
 #include "DotLoopEmitter.h"
 
-#include <array>
-#include <cstdio>
-
 namespace tessera::lowering {
 using namespace mlir;
 using namespace detail;
@@ -33,29 +30,22 @@ tgpu::MmaEncodingAttr DotLayoutPlanner::choose(tile::DotOp dot) {
   MLIRContext *ctx = dot.getContext();
   auto at = dot.getA().getType(), bt = dot.getB().getType();
   int64_t BM = at.getDimSize(0), BK = at.getDimSize(1), BN = bt.getDimSize(1);
-  int smVersion = 80;
-  if (!opts.arch.empty() && std::sscanf(opts.arch.c_str(), "sm_%d", &smVersion) != 1)
-    smVersion = 0;
+  std::optional<int> smVersion = smVersionOf(opts.arch);
   auto loop = dyn_cast<scf::ForOp>(dot->getParentOp());
   std::optional<DotLoop> m = loop ? matchDotLoop(loop) : std::nullopt;
   std::optional<WgmmaKind> kind = wgmmaKindOf(dot);
   int64_t eb = at.getElementType().getIntOrFloatBitWidth() / 8;
   // The copies move 16-byte chunks of rows: both operands contiguous along them.
-  bool contiguous = m && llvm::all_of(std::array{m->loadA, m->loadB}, [&](tile::LoadOp ld) {
-    return impl_->axis.get(ld.getPtr()).contiguity.back() >= 16 / eb;
-  });
-  if (smVersion >= 80 && opts.numStages >= 3 && m && m->dot == dot && kind && contiguous) {
-    bool wgmmaTarget = opts.arch == "sm_90a" &&
-                       (opts.numWarps == 4 || opts.numWarps == 8 || opts.numWarps == 16);
+  bool contiguous = m && rowsContiguous(impl_->axis, m->loadA, eb) &&
+                    rowsContiguous(impl_->axis, m->loadB, eb);
+  if (smVersion && *smVersion >= 80 && opts.numStages >= 3 && m && m->dot == dot && kind &&
+      contiguous) {
+    bool wgmmaTarget = isWgmmaTarget(opts.arch, opts.numWarps);
     for (DotPath path : {DotPath::Swapped, DotPath::Wgmma, DotPath::MmaSync}) {
       if (!dotPathAllowed(path, *kind, wgmmaTarget, bool(m->transB)))
         continue;
-      // The lowering tries down to 3 stages; the ring must fit at that depth
-      // (DotLoopEmitter's sizes: tf32 C^T keeps B row-major with 32-byte row
-      // padding; the others one swizzled A and B tile per stage).
-      int64_t stageBytes = path == DotPath::Swapped ? BM * BK * eb + BK * (BN * eb + 32)
-                                                    : (BM + BN) * BK * eb;
-      if (1024 + 3 * stageBytes > kMaxSharedBytes)
+      // The lowering tries down to 3 stages; the ring must fit at that depth.
+      if (1024 + ringBytes(path == DotPath::Swapped, BM, BN, BK, eb, 3) > kMaxSharedBytes)
         continue;
       if (dotTileWhyNot(path, kind->half, BM, BN, BK, eb, opts.numWarps, bool(m->transB)).empty())
         return tgpu::MmaEncodingAttr::get(ctx, path == DotPath::MmaSync ? 2 : 3, opts.numWarps,

@@ -8,6 +8,7 @@
 
 #include "KernelLowering.h"
 
+#include <cstdio>
 #include <functional>
 #include <optional>
 #include <string>
@@ -63,6 +64,33 @@ inline bool dotPathAllowed(DotPath path, const WgmmaKind &kind, bool wgmmaTarget
          !(path == DotPath::Swapped && !kind.tf32);
 }
 
+/// The compute capability of `arch` ("" = the sm_80 baseline), or nothing
+/// for a target name that is not sm_NN.
+inline std::optional<int> smVersionOf(const std::string &arch) {
+  int v = 80;
+  if (!arch.empty() && std::sscanf(arch.c_str(), "sm_%d", &v) != 1)
+    return std::nullopt;
+  return v;
+}
+
+/// Whether wgmma may be used: sm_90a, and whole warpgroups of 1, 2 or 4.
+inline bool isWgmmaTarget(const std::string &arch, int numWarps) {
+  return arch == "sm_90a" && (numWarps == 4 || numWarps == 8 || numWarps == 16);
+}
+
+/// Whether the rows of an operand tile are provably contiguous for 16-byte
+/// copies of `eb`-byte elements.
+inline bool rowsContiguous(AxisInfoAnalysis &axis, tile::LoadOp ld, int64_t eb) {
+  return axis.get(ld.getPtr()).contiguity.back() >= 16 / eb;
+}
+
+/// Bytes of a ring of `stages` stages without B staging: one swizzled A and
+/// B tile per stage, or for tf32 C^T B row-major with 32-byte row padding.
+inline int64_t ringBytes(bool swap, int64_t BM, int64_t BN, int64_t BK, int64_t eb,
+                         int64_t stages) {
+  return stages * (BM * BK * eb + (swap ? BK * (BN * eb + 32) : BK * BN * eb));
+}
+
 /// Why a BM x BN x BK tile (operands of `eb` bytes) cannot take `path` with
 /// `numWarps` warps, from its shape alone; empty when it can.
 std::string dotTileWhyNot(DotPath path, bool half, int64_t BM, int64_t BN, int64_t BK, int64_t eb,
@@ -96,17 +124,15 @@ public:
         i32(b_.getI32Type()), i64(b_.getI64Type()), ptr3(LLVM::LLVMPointerType::get(ctx, 3)),
         ea(m.dot.getA().getType().getElementType()),
         accTy(m.dot.getAcc().getType().getElementType()), half(kind.half), tf32(kind.tf32),
-        int8(kind.int8), swap(swapAB), ws(warpSpecialized), kMajorB(bool(m.transB)), bViaRegs(!half && !swap && !kMajorB), BM(m.dot.getA().getType().getDimSize(0)),
+        int8(kind.int8), swap(swapAB), ws(warpSpecialized), kMajorB(bool(m.transB)), bViaRegs(!half && !swap && !kMajorB), bStageKMajor(bViaRegs || kMajorB), BM(m.dot.getA().getType().getDimSize(0)),
         BK(m.dot.getA().getType().getDimSize(1)), BN(m.dot.getB().getType().getDimSize(1)),
         eb(ea.getIntOrFloatBitWidth() / 8), vecElems(16 / eb), kPerInst(32 / eb),
         warpgroups(kl.numWarps_ / 4), S(stages), WA(std::min<int64_t>(128, BK * eb)),
-        WB(bViaRegs || kMajorB ? WA : std::min<int64_t>(128, BN * eb)), aBytes(BM * BK * eb),
+        WB(bStageKMajor ? WA : std::min<int64_t>(128, BN * eb)), aBytes(BM * BK * eb),
         bBytes(BK * BN * eb), stageBytes(aBytes + bBytes), rawRow(BN * eb + (swap ? 32 : 16)),
         rawBytes(BK * rawRow), stagedBytes(S * aBytes + 3 * bBytes + (S - 2) * rawBytes),
         bStaged(bViaRegs && S >= 4 && kl.smemUsed_ + 1024 + stagedBytes <= kMaxSharedBytes),
-        totalBytes(swap      ? S * (aBytes + rawBytes)
-                   : bStaged ? stagedBytes
-                             : S * stageBytes),
+        totalBytes(bStaged ? stagedBytes : ringBytes(swap, BM, BN, BK, eb, S)),
         bLay(copyLayout(m.loadB)),
         bRegs(bLay.chunks), nChunks(BN / vecElems), vt(VectorType::get({vecElems}, ea)),
         useWgmma(wgmma || swap),
@@ -185,6 +211,9 @@ private:
   // B copied from a transposed tile into a K-major stage (DotLoop::transB).
   const bool kMajorB;
   const bool bViaRegs;
+  // B's stage holds rows of N (K contiguous): transposed through registers,
+  // or copied so. Otherwise rows of K, N contiguous (16-bit wgmma transposes).
+  const bool bStageKMajor;
   const int64_t BM, BK, BN;
   const int64_t eb; // operand element bytes
   const int64_t vecElems;
@@ -270,6 +299,8 @@ private:
   Value swizzled(Value r, Value colByte, int64_t R, int64_t W);
   // The placement into a stage buffer of R rows, W-byte swizzled.
   Placement swizzledIn(int64_t R, int64_t W);
+  // Where a copied chunk of B goes in its stage (N-major or K-major rows).
+  Placement bPlacement() { return swizzledIn(kMajorB ? BN : BK, WB); }
   // Copies one operand tile of iteration j to shared memory at `dst` +
   // place(row, byte in row).
   bool issueCopy(tile::LoadOp ld, Value dst, const Placement &place);

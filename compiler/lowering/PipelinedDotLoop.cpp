@@ -70,24 +70,23 @@ std::optional<DotLoop> matchDotLoop(scf::ForOp op) {
   }
   if (!m.dot || loads != 2)
     return std::nullopt;
-  // Each operand: a load, or a load converted to the dot-operand layout.
-  auto operandLoad = [&](Value v, tgpu::ConvertLayoutOp &cvt) {
+  // Each operand: the tile before its conversion to the dot-operand layout
+  // (when layouts are assigned); null when it is converted otherwise.
+  auto beforeConversion = [&](Value v, tgpu::ConvertLayoutOp &cvt) -> Value {
     cvt = v.getDefiningOp<tgpu::ConvertLayoutOp>();
-    if (cvt && (!isa_and_present<tgpu::DotOperandEncodingAttr>(cvt.getType().getEncoding()) ||
-                cvt->getBlock() != &body || !cvt->hasOneUse()))
-      return tile::LoadOp();
-    return (cvt ? cvt.getSrc() : v).getDefiningOp<tile::LoadOp>();
-  };
-  m.loadA = operandLoad(m.dot.getA(), m.toOperandA);
-  // B may be a transposed load (A @ B^T).
-  Value bSrc = m.dot.getB();
-  if (auto cvt = bSrc.getDefiningOp<tgpu::ConvertLayoutOp>()) {
+    if (!cvt)
+      return v;
     if (!isa_and_present<tgpu::DotOperandEncodingAttr>(cvt.getType().getEncoding()) ||
         cvt->getBlock() != &body || !cvt->hasOneUse())
-      return std::nullopt;
-    m.toOperandB = cvt;
-    bSrc = cvt.getSrc();
-  }
+      return Value();
+    return cvt.getSrc();
+  };
+  Value aSrc = beforeConversion(m.dot.getA(), m.toOperandA);
+  Value bSrc = beforeConversion(m.dot.getB(), m.toOperandB);
+  if (!aSrc || !bSrc)
+    return std::nullopt;
+  m.loadA = aSrc.getDefiningOp<tile::LoadOp>();
+  // B may be a transposed load (A @ B^T).
   if (auto tr = bSrc.getDefiningOp<tile::TransOp>()) {
     if (tr->getBlock() != &body || !tr->hasOneUse() || tr.getOrder() != ArrayRef<int32_t>{1, 0})
       return std::nullopt;
@@ -165,7 +164,7 @@ bool DotLoopEmitter::applies() {
   // Both operands must be contiguous along their last dimension (rows of A
   // along K, rows of B along N): whole 16-byte chunks are copied.
   for (tile::LoadOp ld : {m_.loadA, m_.loadB})
-    if (kl_.axis_.get(ld.getPtr()).contiguity.back() < vecElems)
+    if (!rowsContiguous(kl_.axis_, ld, eb))
       return no(std::string("the rows of operand ") + (ld == m_.loadA ? "A" : "B") +
                 " are not provably contiguous (a unit inner stride: pass 1 at launch, which "
                 "specialization makes a constant, or --assume NAME=1)");
@@ -610,7 +609,7 @@ bool DotLoopEmitter::issueIteration(Value j, ArrayRef<Value> bVals) {
   else if (bViaRegs)
     storeTransposed(bVals, bStage(j));
   else
-    ok = ok && issueCopy(m_.loadB, bStage(j), swizzledIn(kMajorB ? BN : BK, WB));
+    ok = ok && issueCopy(m_.loadB, bStage(j), bPlacement());
   kl_.popScope();
   return ok;
 }
@@ -705,21 +704,18 @@ void DotLoopEmitter::emitMmaSyncSteps(SmallVector<Value> &accs, Value i) {
   // A: lanes 0-15 address rows 0-15 at k 0-7, lanes 16-31 the same rows at k 8-15.
   Value aRow = arith::AddIOp::create(b_, loc, rowBase, arith::AndIOp::create(b_, loc, lane, c32(15)));
   Value aK = arith::MulIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, lane, c32(4)), c32(8));
-  // B: lanes 8q..8q+7 address K rows (q % 2) * 8 + 0..7 of n8 tile q / 2 of the pair.
-  Value bK = arith::AddIOp::create(
-      b_, loc, arith::AndIOp::create(b_, loc, lane, c32(7)),
-      arith::MulIOp::create(b_, loc, arith::AndIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, lane, c32(3)), c32(1)), c32(8)));
-  Value bN = arith::AddIOp::create(
-      b_, loc, colBase, arith::MulIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, lane, c32(4)), c32(8)));
-  // K-major B: lanes 8q..8q+7 address N rows 0..7 of n8 tile q / 2 of the
-  // pair at K 8 * (q % 2), giving b0, b1 of both tiles.
-  Value bRowN = arith::AddIOp::create(
-      b_, loc, colBase,
-      arith::AddIOp::create(b_, loc,
-                            arith::MulIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, lane, c32(4)), c32(8)),
-                            arith::AndIOp::create(b_, loc, lane, c32(7))));
-  Value bColK = arith::MulIOp::create(
+  // B, x4 matrix q = lane / 8: n8 tile q / 2 of the pair, K half q % 2, row
+  // lane % 8 of it. The stage's row and column (elements) of this lane's
+  // address, before the k-step and pair offsets: an N-major stage's rows are
+  // K (read with .trans), a K-major stage's rows are N (read like A).
+  Value lane8 = arith::AndIOp::create(b_, loc, lane, c32(7));
+  Value kHalf = arith::MulIOp::create(
       b_, loc, arith::AndIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, lane, c32(3)), c32(1)), c32(8));
+  Value nTile = arith::AddIOp::create(
+      b_, loc, colBase, arith::MulIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, lane, c32(4)), c32(8)));
+  Value bRow = kMajorB ? Value(arith::AddIOp::create(b_, loc, nTile, lane8))
+                       : Value(arith::AddIOp::create(b_, loc, lane8, kHalf));
+  Value bCol = kMajorB ? kHalf : nTile;
   Value sA = aStage(i), sB = bStage(i);
   auto ldmatrix = [&](Value addr, bool trans) {
     auto op = asmCall(SmallVector<Type>(4, i32), {addr},
@@ -742,16 +738,12 @@ void DotLoopEmitter::emitMmaSyncSteps(SmallVector<Value> &accs, Value i) {
       aFrag.push_back(ldmatrix(arith::AddIOp::create(b_, loc, sA, swizzled(row, colByte, BM, WA)), false));
     }
     for (int64_t jp = 0; jp < accLay.tn; jp += 2) {
-      SmallVector<Value> r;
-      if (kMajorB) { // rows of the stage are N: read like A, without .trans
-        Value n = arith::AddIOp::create(b_, loc, bRowN, c32(jp * 8));
-        Value kByte = arith::MulIOp::create(b_, loc, arith::AddIOp::create(b_, loc, bColK, c32(kk * 16)), c32(eb));
-        r = ldmatrix(arith::AddIOp::create(b_, loc, sB, swizzled(n, kByte, BN, WB)), false);
-      } else {
-        Value k = arith::AddIOp::create(b_, loc, bK, c32(kk * 16));
-        Value colByte = arith::MulIOp::create(b_, loc, arith::AddIOp::create(b_, loc, bN, c32(jp * 8)), c32(eb));
-        r = ldmatrix(arith::AddIOp::create(b_, loc, sB, swizzled(k, colByte, BK, WB)), true);
-      }
+      int64_t kOff = kk * 16, nOff = jp * 8;
+      Value row = arith::AddIOp::create(b_, loc, bRow, c32(kMajorB ? nOff : kOff));
+      Value colByte = arith::MulIOp::create(
+          b_, loc, arith::AddIOp::create(b_, loc, bCol, c32(kMajorB ? kOff : nOff)), c32(eb));
+      SmallVector<Value> r = ldmatrix(
+          arith::AddIOp::create(b_, loc, sB, swizzled(row, colByte, kMajorB ? BN : BK, WB)), !kMajorB);
       bFrag[jp] = {r[0], r[1]};
       bFrag[jp + 1] = {r[2], r[3]};
     }
@@ -780,7 +772,7 @@ void DotLoopEmitter::issueWgmmas(Value i, Value rowBytes, SmallVector<Value> &ac
   // A is K-major (leading offset unused with swizzling); B is N-major: its
   // W-byte column blocks are BK * W bytes apart.
   int64_t highA = descHigh(16, 8 * WA, WA);
-  int64_t highB = bViaRegs || kMajorB ? descHigh(16, 8 * WB, WB) : descHigh(BK * WB, 8 * WB, WB);
+  int64_t highB = bStageKMajor ? descHigh(16, 8 * WB, WB) : descHigh(BK * WB, 8 * WB, WB);
   std::string mmaText = wgmmaText(), mmaCons = wgmmaConstraints();
   Value sB = bStage(i);
   Value sAw = arith::AddIOp::create(b_, loc, aStage(i), rowBytes);
@@ -790,8 +782,7 @@ void DotLoopEmitter::issueWgmmas(Value i, Value rowBytes, SmallVector<Value> &ac
     // B: 16 rows of K further (N-major), or 32 bytes along K (K-major).
     Value bDesc =
         desc(arith::AddIOp::create(b_, loc, sB,
-                                   c32(bViaRegs || kMajorB ? kb / WB * (BN * WB) + kb % WB
-                                                           : kk * 16 * WB)),
+                                   c32(bStageKMajor ? kb / WB * (BN * WB) + kb % WB : kk * 16 * WB)),
              highB);
     for (int64_t t = 0; t < T; ++t) { // the warpgroup's 64-row blocks
       Value aAddr =
@@ -904,10 +895,10 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
     return std::nullopt;
   };
   // cp.async needs sm_80 (an empty arch means the sm_80 baseline).
-  int smVersion = 80;
-  if (!arch_.empty() && std::sscanf(arch_.c_str(), "sm_%d", &smVersion) != 1)
+  std::optional<int> smVersion = smVersionOf(arch_);
+  if (!smVersion)
     return notPipelined("unknown target '" + arch_ + "'");
-  if (smVersion < 80)
+  if (*smVersion < 80)
     return notPipelined("target " + arch_ + " has no cp.async (sm_80 or later)");
   if (numStages_ < 3)
     return notPipelined("num_stages is " + std::to_string(numStages_) + "; the pipeline needs 3 or more");
@@ -921,7 +912,7 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
   // wgmma where the target has it and the tile fits it; else mma.sync for
   // 16-bit operands. num_stages is an upper bound: with fewer stages than
   // asked for when those do not fit in shared memory, the loop still pipelines.
-  bool wgmmaTarget = arch_ == "sm_90a" && (numWarps_ == 4 || numWarps_ == 8 || numWarps_ == 16);
+  bool wgmmaTarget = isWgmmaTarget(arch_, numWarps_);
   std::string why, wsWhy;
   // tf32 tries C^T = B^T A^T first (no shared-memory transpose of B).
   for (DotPath path : {DotPath::Swapped, DotPath::Wgmma, DotPath::MmaSync}) {

@@ -87,7 +87,7 @@ bool DotLoopEmitter::wsProducer(Value base) {
   bool ok = bindIteration(j) && issueCopy(m_.loadA, aStage(gj), swizzledIn(BM, WA)) &&
             (swap ? issueCopy(m_.loadB, rawStage(gj),
                               [this](Value r, Value colByte) { return rowMajorRaw(r, colByte); })
-                  : issueCopy(m_.loadB, bStage(gj), swizzledIn(kMajorB ? BN : BK, WB)));
+                  : issueCopy(m_.loadB, bStage(gj), bPlacement()));
   kl_.popScope();
   if (!ok)
     return false;
@@ -187,7 +187,9 @@ std::optional<bool> KernelLowering::lowerPersistentDotLoop(scf::ForOp outer) {
   for (int64_t reserve : {epilogueBytes, int64_t(0)})
     for (bool swapPath : {true, false})
       for (int stages = numStages_; stages >= 3 && !pick; --stages)
-        if (!(stages & (stages - 1)) && (!swapPath || (kind->tf32 && !m->transB)) &&
+        if (!(stages & (stages - 1)) &&
+            dotPathAllowed(swapPath ? DotPath::Swapped : DotPath::Wgmma, *kind,
+                           /*wgmmaTarget=*/true, bool(m->transB)) &&
             fits(stages, swapPath, reserve))
           pick = std::pair{stages, swapPath};
   if (!pick)
