@@ -26,10 +26,7 @@ void TileDialect::initialize() {
 
 Operation *TileDialect::materializeConstant(OpBuilder &builder, Attribute value, Type type,
                                             Location loc) {
-  if (auto typed = dyn_cast<TypedAttr>(value))
-    if (arith::ConstantOp::isBuildableWith(typed, type))
-      return arith::ConstantOp::create(builder, loc, type, typed);
-  return nullptr;
+  return materializeArithConstant(builder, value, type, loc);
 }
 
 namespace tessera::tile {
@@ -46,4 +43,11 @@ Type withElementType(Type like, Type elem) {
 }
 
 bool isPointerLike(Type t) { return isa<PtrType>(mlir::getElementTypeOrSelf(t)); }
+
+Operation *materializeArithConstant(OpBuilder &builder, Attribute value, Type type, Location loc) {
+  if (auto typed = dyn_cast<TypedAttr>(value))
+    if (arith::ConstantOp::isBuildableWith(typed, type))
+      return arith::ConstantOp::create(builder, loc, type, typed);
+  return nullptr;
+}
 } // namespace tessera::tile

@@ -30,6 +30,10 @@ llvm::ArrayRef<int64_t> getShapeOrEmpty(mlir::Type t);
 mlir::Type withElementType(mlir::Type like, mlir::Type elem);
 /// True for !tile.ptr and tiles of them.
 bool isPointerLike(mlir::Type t);
+/// An arith.constant for a folded value (both tile dialects' constant
+/// materializer), or null when arith cannot hold it.
+mlir::Operation *materializeArithConstant(mlir::OpBuilder &builder, mlir::Attribute value,
+                                          mlir::Type type, mlir::Location loc);
 } // namespace tessera::tile
 
 #endif

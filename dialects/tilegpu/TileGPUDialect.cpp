@@ -45,10 +45,7 @@ void TileGPUDialect::initialize() {
 
 Operation *TileGPUDialect::materializeConstant(OpBuilder &builder, Attribute value, Type type,
                                                Location loc) {
-  if (auto typed = dyn_cast<TypedAttr>(value))
-    if (arith::ConstantOp::isBuildableWith(typed, type))
-      return arith::ConstantOp::create(builder, loc, type, typed);
-  return nullptr;
+  return tessera::tile::materializeArithConstant(builder, value, type, loc);
 }
 
 LogicalResult MmaEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
