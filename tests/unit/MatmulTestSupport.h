@@ -41,6 +41,22 @@ inline void putOperand(std::vector<uint8_t> &buf, size_t i, double v, const std:
   }
 }
 
+/// Bytes of one `dt` element.
+inline size_t operandBytes(const std::string &dt) { return dt == "f32" ? 4 : dt == "i8" ? 1 : 2; }
+
+/// `n` random operand values of type `dt`: as doubles (for the reference)
+/// and as the bytes the kernel reads.
+struct Operand {
+  std::vector<double> vals;
+  std::vector<uint8_t> bytes;
+};
+inline Operand randomOperand(std::mt19937 &rng, const std::string &dt, size_t n) {
+  Operand o{std::vector<double>(n), std::vector<uint8_t>(n * operandBytes(dt))};
+  for (size_t i = 0; i < n; ++i)
+    putOperand(o.bytes, i, o.vals[i] = sampleOperand(rng, dt), dt);
+  return o;
+}
+
 /// Element i of a 4-byte result buffer: i32 when `isInt`, else f32.
 inline double resultAt(const std::vector<uint8_t> &buf, size_t i, bool isInt) {
   if (isInt) {

@@ -39,18 +39,13 @@ std::string kernelPath() { return std::string(TESSERA_SOURCE_DIR) + "/kernels_ds
 // element was not written (the output is poisoned first).
 double runCase(Context &ctx, const std::string &dt, const Case &c, const Cfg &cfg, uint64_t seed) {
   std::mt19937 rng{uint32_t(seed)};
-  size_t eb = dt == "f32" ? 4 : dt == "i8" ? 1 : 2;
   bool isInt = dt == "i8";
-  std::vector<double> a(size_t(c.M * c.lda)), b(size_t(c.K * c.ldb));
-  std::vector<uint8_t> ha(a.size() * eb), hb(b.size() * eb);
-  for (size_t i = 0; i < a.size(); ++i)
-    putOperand(ha, i, a[i] = sampleOperand(rng, dt), dt);
-  for (size_t i = 0; i < b.size(); ++i)
-    putOperand(hb, i, b[i] = sampleOperand(rng, dt), dt);
-  DeviceMemory da = ctx.allocBytes(ha.size()), db = ctx.allocBytes(hb.size());
+  Operand a = randomOperand(rng, dt, size_t(c.M * c.lda));
+  Operand b = randomOperand(rng, dt, size_t(c.K * c.ldb));
+  DeviceMemory da = ctx.allocBytes(a.bytes.size()), db = ctx.allocBytes(b.bytes.size());
   DeviceMemory dc = ctx.allocBytes(size_t(c.M * c.ldc) * 4);
-  da.copyFromHost(ha.data(), ha.size());
-  db.copyFromHost(hb.data(), hb.size());
+  da.copyFromHost(a.bytes.data(), a.bytes.size());
+  db.copyFromHost(b.bytes.data(), b.bytes.size());
   dc.memset(0xFF);
   JitOptions o;
   o.numWarps = cfg.warps;
@@ -86,7 +81,7 @@ double runCase(Context &ctx, const std::string &dt, const Case &c, const Cfg &cf
   auto ref = [&](int64_t i, int64_t j) {
     double r = 0;
     for (int64_t q = 0; q < c.K; ++q)
-      r += a[size_t(i * c.lda + q)] * b[size_t(q * c.ldb + j)];
+      r += a.vals[size_t(i * c.lda + q)] * b.vals[size_t(q * c.ldb + j)];
     return r;
   };
   return relativeError(c.M, c.N, ref, [&](int64_t i, int64_t j) {
@@ -194,22 +189,17 @@ TEST_CASE("GPU roast_mm_fwd on the pipelined tensor-core path matches fp64", "[g
     return (hi * P + lo) % (memSize - HK * HN);
   };
   for (std::string dt : {"f32", "bf16"}) {
-    size_t eb = dt == "f32" ? 4 : 2;
-    std::vector<double> x(static_cast<size_t>(Bn * K)), mem(static_cast<size_t>(memSize));
-    std::vector<uint8_t> hx(x.size() * eb), hm(mem.size() * eb);
-    for (size_t i = 0; i < x.size(); ++i)
-      putOperand(hx, i, x[i] = sampleOperand(rng, dt), dt);
-    for (size_t i = 0; i < mem.size(); ++i)
-      putOperand(hm, i, mem[i] = sampleOperand(rng, dt), dt);
+    Operand x = randomOperand(rng, dt, size_t(Bn * K));
+    Operand mem = randomOperand(rng, dt, size_t(memSize));
     std::vector<double> ref(size_t(Bn * N), 0.0);
     for (int64_t b = 0; b < Bn; ++b)
       for (int64_t k = 0; k < K; ++k)
         for (int64_t n = 0; n < N; ++n)
-          ref[size_t(b * N + n)] += x[size_t(b * K + k)] * mem[size_t(loc(k / HK, n / HN) + (k % HK) * HN + n % HN)];
-    DeviceMemory dx = ctx->allocBytes(hx.size()), dm = ctx->allocBytes(hm.size());
+          ref[size_t(b * N + n)] += x.vals[size_t(b * K + k)] * mem.vals[size_t(loc(k / HK, n / HN) + (k % HK) * HN + n % HN)];
+    DeviceMemory dx = ctx->allocBytes(x.bytes.size()), dm = ctx->allocBytes(mem.bytes.size());
     DeviceMemory dy = ctx->allocBytes(size_t(Bn * N) * 4), dr = ctx->allocBytes(R.size() * 4);
-    dx.copyFromHost(hx.data(), hx.size());
-    dm.copyFromHost(hm.data(), hm.size());
+    dx.copyFromHost(x.bytes.data(), x.bytes.size());
+    dm.copyFromHost(mem.bytes.data(), mem.bytes.size());
     dr.copyFromHost(R.data(), R.size() * 4);
     // BN <= HN: one hash per K-step; BN = 128 > HN: one hash per column, the
     // rows contiguous in runs of HN (axis info through / and % by HN).

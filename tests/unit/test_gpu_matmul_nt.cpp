@@ -47,18 +47,13 @@ def mm_nt(A: *DT, B: *DT, C: *OUT, M: i32, N: i32, K: i32, sa: i32, sb: i32, sc:
 double run(Context &ctx, const std::string &dt, int64_t M, int64_t N, int64_t K, int warps,
            int stages, int64_t bm, int64_t bn, int64_t bk, const char *arch = "") {
   std::mt19937 rng(uint32_t(M * 131 + N * 7 + K));
-  size_t eb = dt == "f32" ? 4 : dt == "i8" ? 1 : 2;
   bool isInt = dt == "i8";
-  std::vector<double> a(size_t(M * K)), b(size_t(N * K));
-  std::vector<uint8_t> ha(a.size() * eb), hb(b.size() * eb);
-  for (size_t i = 0; i < a.size(); ++i)
-    putOperand(ha, i, a[i] = sampleOperand(rng, dt), dt);
-  for (size_t i = 0; i < b.size(); ++i)
-    putOperand(hb, i, b[i] = sampleOperand(rng, dt), dt);
-  DeviceMemory da = ctx.allocBytes(ha.size()), db = ctx.allocBytes(hb.size());
+  Operand a = randomOperand(rng, dt, size_t(M * K));
+  Operand b = randomOperand(rng, dt, size_t(N * K));
+  DeviceMemory da = ctx.allocBytes(a.bytes.size()), db = ctx.allocBytes(b.bytes.size());
   DeviceMemory dc = ctx.allocBytes(size_t(M * N) * 4);
-  da.copyFromHost(ha.data(), ha.size());
-  db.copyFromHost(hb.data(), hb.size());
+  da.copyFromHost(a.bytes.data(), a.bytes.size());
+  db.copyFromHost(b.bytes.data(), b.bytes.size());
   dc.memset(0xFF);
   JitOptions o;
   o.numWarps = warps;
@@ -81,7 +76,7 @@ double run(Context &ctx, const std::string &dt, int64_t M, int64_t N, int64_t K,
   auto ref = [&](int64_t i, int64_t j) {
     double r = 0;
     for (int64_t q = 0; q < K; ++q)
-      r += a[size_t(i * K + q)] * b[size_t(j * K + q)];
+      r += a.vals[size_t(i * K + q)] * b.vals[size_t(j * K + q)];
     return r;
   };
   return relativeError(M, N, ref,
