@@ -1,0 +1,53 @@
+// inspect_layouts: compiles kernels_dsl/basics/matmul.tile for sm_90a without
+// a GPU (tessera::compileFile with lowerToGPU) and shows where the compiler
+// placed each tile: CompileResult::layoutIR is the tile IR with GPU layouts
+// (tgpu encodings, tgpu.convert_layout where a tile changes layout), and
+// remarks say how the dot loop was lowered. For a fast matmul the only
+// conversions feed the dot (#opA / #opB); the accumulator, its scaling and
+// its store stay in the #mma layout. Exits non-zero if that does not hold.
+//
+//   example_inspect_layouts
+#include <tessera/tessera.h>
+
+#include <iostream>
+#include <sstream>
+#include <string>
+
+int main() {
+  tessera::CompileOptions o;
+  o.arch = "sm_90a";
+  o.numWarps = 8;
+  o.numStages = 4;
+  o.lowerToGPU = true;
+  o.constexprs = {{"BM", int64_t(128)}, {"BN", int64_t(256)}, {"BK", int64_t(32)},
+                  {"DT", *tessera::parseDType("bf16")}, {"OUT", *tessera::parseDType("bf16")}};
+  // Unit inner strides, as the JIT specializes them at launch.
+  o.argFacts = {{"stride_ak", tessera::ArgFact::EqualsOne},
+                {"stride_bn", tessera::ArgFact::EqualsOne}};
+  tessera::CompileResult r =
+      tessera::compileFile(std::string(TESSERA_SOURCE_DIR) + "/kernels_dsl/basics/matmul.tile",
+                           "matmul", o);
+  if (!r.ok) {
+    std::cerr << r.diagnostics;
+    return 1;
+  }
+  for (const std::string &line : r.remarks)
+    std::cout << line << "\n";
+  int conversions = 0, toOperands = 0;
+  std::istringstream ir(r.layoutIR);
+  for (std::string line; std::getline(ir, line);) {
+    if (line.find("#tgpu.") != std::string::npos && line.rfind("#", 0) == 0)
+      std::cout << line << "\n"; // the encodings' aliases
+    if (line.find("tgpu.convert_layout") == std::string::npos)
+      continue;
+    ++conversions;
+    bool toOperand = line.find("#opA>") != std::string::npos || line.find("#opB>") != std::string::npos;
+    toOperands += toOperand;
+    std::cout << (toOperand ? "  operand: " : "  other:   ") << line.substr(line.find_first_not_of(' '))
+              << "\n";
+  }
+  std::cout << conversions << " conversions, " << toOperands << " into dot operands\n";
+  bool ok = conversions == 2 && toOperands == 2;
+  std::cout << (ok ? "ok" : "FAILED: expected only the two operand conversions") << "\n";
+  return ok ? 0 : 1;
+}
