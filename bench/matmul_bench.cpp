@@ -182,6 +182,9 @@ int main(int argc, char **argv) {
         // MATMUL_WS=0: every warp copies and multiplies (no producer warpgroup).
         if (const char *w = std::getenv("MATMUL_WS"))
           o.warpSpecialize = std::string(w) != "0";
+        // MATMUL_TMA=0: the producer copies with cp.async instead of TMA tensor maps.
+        if (const char *t = std::getenv("MATMUL_TMA"))
+          o.tma = std::string(t) != "0";
         if (const char *a = std::getenv("MATMUL_ARCH")) // e.g. sm_90: the mma.sync pipeline
           o.arch = a;
         std::map<std::string, ConstexprValue> cx = {

@@ -4,6 +4,7 @@
 #include "tessera/Backend.h"
 #include "tessera/Error.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -232,12 +233,19 @@ public:
   }
   void launch(FunctionHandle function, const std::string &name, Grid grid, Block block,
               size_t dynamicSharedBytes, StreamHandle stream,
-              const std::vector<ArgValue> &args) override {
+              const std::vector<ArgValue> &args,
+              const std::vector<TensorMapSpec> &tensorMaps) override {
     makeCurrent();
     CUfunction f = cu(function);
     if (dynamicSharedBytes > kDefaultSharedLimit)
       setMaxDynamicShared(f, dynamicSharedBytes, "kernel '" + name + "'");
     std::vector<void *> params = kernelParamPointers(args);
+    // The tensor maps follow the arguments, each a 64-byte aligned parameter.
+    std::vector<CUtensorMap> maps(tensorMaps.size());
+    for (size_t i = 0; i < tensorMaps.size(); ++i) {
+      encodeTensorMap(tensorMaps[i], args, name, i, maps[i]);
+      params.push_back(&maps[i]);
+    }
     CUresult r = api_.cuLaunchKernel(f, grid.x, grid.y, grid.z, block.x, block.y, block.z,
                                      static_cast<unsigned>(dynamicSharedBytes), cu(stream),
                                      params.empty() ? nullptr : params.data(), nullptr);
@@ -250,6 +258,65 @@ public:
   }
 
 private:
+  /// Builds tensor map `index` of kernel `name` from the launch's arguments.
+  void encodeTensorMap(const TensorMapSpec &spec, const std::vector<ArgValue> &args,
+                       const std::string &name, size_t index, CUtensorMap &out) {
+    std::string what = "kernel '" + name + "': TMA tensor map " + std::to_string(index);
+    auto integer = [&](int i) -> int64_t {
+      if (i < 0 || size_t(i) >= args.size() || args[size_t(i)].isPointer)
+        throw Error(what + " refers to argument " + std::to_string(i) +
+                    ", which is not an integer argument");
+      const ArgValue &a = args[size_t(i)];
+      switch (a.type.scalar) {
+      case ScalarType::i64: return a.as<int64_t>();
+      case ScalarType::i32: return a.as<int32_t>();
+      case ScalarType::i16: return a.as<int16_t>();
+      case ScalarType::i8: return a.as<int8_t>();
+      case ScalarType::u8:
+      case ScalarType::i1: return a.as<uint8_t>();
+      default:
+        throw Error(what + " refers to argument " + std::to_string(i) + ", which is " + a.str());
+      }
+    };
+    auto eval = [&](const TensorMapSpec::Form &f) {
+      int64_t v = f.c;
+      for (auto [i, k] : f.terms)
+        v += k * integer(i);
+      return v;
+    };
+    if (spec.pointerArg < 0 || size_t(spec.pointerArg) >= args.size() ||
+        !args[size_t(spec.pointerArg)].isPointer)
+      throw Error(what + ": argument " + std::to_string(spec.pointerArg) + " is not a pointer");
+    DeviceAddress base = args[size_t(spec.pointerArg)].address();
+    // An extent below 1 means the kernel reads nothing through this map
+    // (an empty loop); the map itself still needs one.
+    int64_t cols = std::max<int64_t>(1, eval(spec.cols)), rows = std::max<int64_t>(1, eval(spec.rows));
+    int64_t pitch = eval(spec.rowStride) * spec.elementBytes;
+    if (base % 16)
+      throw Error(what + ": the address passed as argument " + std::to_string(spec.pointerArg) +
+                  " is not 16-byte aligned, which TMA needs");
+    if (pitch <= 0 || pitch % 16 || pitch >= (int64_t(1) << 40))
+      throw Error(what + ": a row pitch of " + std::to_string(pitch) +
+                  " bytes; TMA needs a positive multiple of 16 below 2^40");
+    cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)};
+    cuuint64_t strides[1] = {cuuint64_t(pitch)};
+    cuuint32_t box[2] = {cuuint32_t(spec.boxCols), cuuint32_t(spec.boxRows)};
+    cuuint32_t elementStrides[2] = {1, 1};
+    CUtensorMapSwizzle swizzle = spec.swizzleBytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
+                                 : spec.swizzleBytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                 : spec.swizzleBytes == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
+                                                           : CU_TENSOR_MAP_SWIZZLE_NONE;
+    CUresult r = api_.cuTensorMapEncodeTiled(
+        &out, CUtensorMapDataType(spec.dataType), 2, reinterpret_cast<void *>(base), dims,
+        strides, box, elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+      api_.check(r, what + ": cuTensorMapEncodeTiled failed (" + std::to_string(cols) + " x " +
+                        std::to_string(rows) + " elements, pitch " + std::to_string(pitch) +
+                        " bytes, box " + std::to_string(spec.boxCols) + " x " +
+                        std::to_string(spec.boxRows) + ")");
+  }
+
   int attribute(CUdevice_attribute a, const char *what) {
     int v = 0;
     api_.check(api_.cuDeviceGetAttribute(&v, a, device_),

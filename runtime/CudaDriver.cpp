@@ -136,6 +136,7 @@ std::unique_ptr<DriverApi> load(const std::string &path) {
   TESSERA_RESOLVE(cuFuncGetAttribute);
   TESSERA_RESOLVE(cuFuncSetAttribute);
   TESSERA_RESOLVE(cuLaunchKernel);
+  TESSERA_RESOLVE(cuTensorMapEncodeTiled);
 #undef TESSERA_RESOLVE
 
   int count = 0;

@@ -75,6 +75,13 @@ struct DriverApi {
                              unsigned int blockDimY, unsigned int blockDimZ,
                              unsigned int sharedMemBytes, CUstream stream, void **kernelParams,
                              void **extra) = nullptr;
+  CUresult (*cuTensorMapEncodeTiled)(CUtensorMap *tensorMap, CUtensorMapDataType dataType,
+                                     cuuint32_t rank, void *globalAddress,
+                                     const cuuint64_t *globalDim, const cuuint64_t *globalStrides,
+                                     const cuuint32_t *boxDim, const cuuint32_t *elementStrides,
+                                     CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
+                                     CUtensorMapL2promotion l2Promotion,
+                                     CUtensorMapFloatOOBfill oobFill) = nullptr;
 
   /// "CUDA_ERROR_INVALID_VALUE" (or "CUresult 123" when the driver does not know it).
   std::string errorName(CUresult r) const;

@@ -253,7 +253,10 @@ public:
 
   void launch(FunctionHandle function, const std::string &name, Grid grid, Block,
               size_t /*dynamicSharedBytes*/, StreamHandle,
-              const std::vector<ArgValue> &args) override {
+              const std::vector<ArgValue> &args,
+              const std::vector<TensorMapSpec> &tensorMaps) override {
+    if (!tensorMaps.empty()) // only GPU lowerings add them
+      throw Error("interpreter: kernel '" + name + "' takes TMA tensor maps");
     HostFunction *f = host(function);
     if (!f || !f->program)
       throw Error("interpreter: launch of kernel '" + name + "' with a null function");

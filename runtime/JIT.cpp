@@ -59,6 +59,7 @@ detail::KernelVariant buildVariant(const GpuBuild &g, const ArgFacts &facts) {
     // The block's warps: num_warps plus any producer warps the lowering added.
     auto bw = r.blockWarps.find(g.kernel);
     e.numWarps = unsigned(bw != r.blockWarps.end() ? bw->second : co.numWarps);
+    e.tensorMaps = r.tensorMaps[g.kernel];
     e.payloadFormat = "ptx";
     e.payload = std::move(ptx);
     return e;
@@ -72,6 +73,7 @@ detail::KernelVariant buildVariant(const GpuBuild &g, const ArgFacts &facts) {
     in.options = {{"num_warps", std::to_string(g.options.numWarps)},
                   {"num_stages", std::to_string(g.options.numStages)},
                   {"warp_specialize", g.options.warpSpecialize ? "1" : "0"},
+                  {"tma", g.options.tma ? "1" : "0"},
                   {"emit", "ptx"}};
     addArgFacts(in, facts);
     in.compilerVersion = compilerVersion();
@@ -84,8 +86,15 @@ detail::KernelVariant buildVariant(const GpuBuild &g, const ArgFacts &facts) {
     entry = std::make_shared<const CacheEntry>(build());
   }
   Module m(g.backend, ModuleImage{ModuleFormat::Ptx, entry->payload});
-  return detail::KernelVariant{m.function(g.kernel), size_t(entry->sharedMemoryBytes),
-                               entry->numWarps};
+  detail::KernelVariant v{m.function(g.kernel), size_t(entry->sharedMemoryBytes), entry->numWarps,
+                          {}};
+  for (const std::string &text : entry->tensorMaps) {
+    std::optional<TensorMapSpec> spec = parseTensorMapSpec(text);
+    if (!spec) // the cache checks these when it reads an entry
+      throw Error("kernel '" + g.kernel + "': bad tensor map '" + text + "'");
+    v.tensorMaps.push_back(*spec);
+  }
+  return v;
 }
 
 Kernel compileImpl(Context &ctx, const std::string &path, const std::string *text,
@@ -111,6 +120,7 @@ Kernel compileImpl(Context &ctx, const std::string &path, const std::string *tex
   co.numWarps = options.numWarps;
   co.numStages = options.numStages;
   co.warpSpecialize = options.warpSpecialize;
+  co.tma = options.tma;
   if (options.numStages < 1 || options.numStages > 8)
     throw Error("num_stages must be from 1 to 8, got " + std::to_string(options.numStages));
   // The interpreter reads the tile IR text; keep its locations so that its

@@ -107,7 +107,7 @@ void Kernel::launchWithArgs(const Stream &stream, Grid grid,
   if (variants_) {
     const detail::KernelVariant &v = variants_->get(variants_->keyOf(args));
     Block b = v.blockWarps ? Block{v.blockWarps * 32u, 1, 1} : block();
-    v.function.launch(stream, grid, b, v.sharedMemoryBytes, args);
+    v.function.launch(stream, grid, b, v.sharedMemoryBytes, args, v.tensorMaps);
     return;
   }
   function_.launch(stream, grid, block(), config_.sharedMemoryBytes, args);

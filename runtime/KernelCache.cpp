@@ -1,4 +1,5 @@
 #include "tessera/KernelCache.h"
+#include "tessera/TensorMapSpec.h"
 #include "tessera/Error.h"
 #include "tessera/Sha256.h"
 
@@ -287,6 +288,7 @@ std::string KernelCache::serialize(const std::string &key, const CacheEntry &e) 
                {"format", e.payloadFormat},
                {"shared_memory_bytes", e.sharedMemoryBytes},
                {"num_warps", e.numWarps},
+               {"tensor_maps", e.tensorMaps},
                {"created", e.createdTime}};
   std::string metaText = meta.dump(-1, ' ', false, json::error_handler_t::replace);
   if (metaText.size() > kMaxMetadataBytes)
@@ -363,6 +365,14 @@ KernelCache::ParseResult KernelCache::parse(std::string_view bytes,
     if (warps > 1024)
       throw std::runtime_error("num_warps out of range");
     entry->numWarps = static_cast<unsigned>(warps);
+    if (meta.contains("tensor_maps")) {
+      for (const json &m : meta.at("tensor_maps")) {
+        std::string text = m.get<std::string>();
+        if (!parseTensorMapSpec(text))
+          throw std::runtime_error("bad tensor map '" + text + "'");
+        entry->tensorMaps.push_back(text);
+      }
+    }
     const json &created = meta.at("created");
     if (!created.is_number_integer())
       throw std::runtime_error("created is not an integer");

@@ -83,6 +83,7 @@ LogicalResult collectKernels(ModuleOp module, const TargetOptions &options, Kern
     op.removeAttr(kNumWarpsAttrName);
     op.removeAttr(gpu::GPUDialect::getKernelFuncAttrName());
     op.removeAttr(kSharedBytesAttrName);
+    op.removeAttr(kTensorMapsAttrName);
     if (!isa<LLVM::LLVMFuncOp>(op))
       op.removeAttr(NVVM::NVVMDialect::getKernelFuncAttrName());
     kernels[fn.getName()] = warps > 0 ? warps * 32 : 0;
@@ -142,6 +143,13 @@ LogicalResult markKernels(ModuleOp module, const KernelMap &kernels) {
     if (it == kernels.end())
       continue;
     fn->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
+    // TMA tensor maps are byval parameters read in place (`cvta.param`), not
+    // copied to local memory; the attribute is only valid on kernels.
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      if (fn.getArgAttr(i, kGridConstantAttrName)) {
+        fn.removeArgAttr(i, StringAttr::get(ctx, kGridConstantAttrName));
+        fn.setArgAttr(i, NVVM::NVVMDialect::getGridConstantAttrName(), UnitAttr::get(ctx));
+      }
     bool hasBlockSize = fn->hasAttr(NVVM::NVVMDialect::getReqntidAttrName()) ||
                         fn->hasAttr(NVVM::NVVMDialect::getMaxntidAttrName());
     if (it->second > 0 && !hasBlockSize)

@@ -17,6 +17,10 @@ inline constexpr const char *kKernelAttrName = "tessera.kernel";
 inline constexpr const char *kNumWarpsAttrName = "tessera.num_warps";
 /// Dynamic shared memory a kernel needs at launch (read by the runtime, not here).
 inline constexpr const char *kSharedBytesAttrName = "tessera.shared_bytes";
+/// On a kernel argument: a `__grid_constant__` byval parameter (a TMA tensor map).
+inline constexpr const char *kGridConstantAttrName = "tessera.grid_constant";
+/// On a kernel: one TensorMapSpec text per tensor-map parameter, in order.
+inline constexpr const char *kTensorMapsAttrName = "tessera.tensor_maps";
 
 /// Converts `module` in place. Kernels get `nvvm.kernel` and, when a block
 /// size is known, `nvvm.reqntid`. Failures are reported as MLIR diagnostics

@@ -174,6 +174,7 @@ static CompileResult compileImpl(const std::string &path, const std::string *tex
     lo.arch = options.arch;
     lo.numStages = options.numStages;
     lo.warpSpecialize = options.warpSpecialize;
+    lo.tma = options.tma;
     lo.remarks = &r.remarks;
     lo.layoutIR = &r.layoutIR;
     if (!lowering::lowerTileToNVVM(*fr.module, lo, error) || failed(verify(*fr.module))) {
@@ -186,6 +187,9 @@ static CompileResult compileImpl(const std::string &path, const std::string *tex
         r.sharedBytes[fn.getName().str()] = attr.getInt();
       if (auto attr = fn->getAttrOfType<IntegerAttr>("tessera.num_warps"))
         r.blockWarps[fn.getName().str()] = attr.getInt();
+      if (auto maps = fn->getAttrOfType<ArrayAttr>("tessera.tensor_maps"))
+        for (Attribute a : maps)
+          r.tensorMaps[fn.getName().str()].push_back(cast<StringAttr>(a).str());
     }
     llvm::raw_string_ostream os(r.gpuIR);
     fr.module->print(os);

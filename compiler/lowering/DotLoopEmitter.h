@@ -7,6 +7,7 @@
 #define TESSERA_LOWERING_DOTLOOPEMITTER_H
 
 #include "KernelLowering.h"
+#include "TensorMapAnalysis.h"
 
 #include <cstdio>
 #include <functional>
@@ -251,6 +252,30 @@ private:
   const int64_t R;  // all T blocks: T * BN / 2 registers per thread
   const int64_t RB; // one block's: BN / 2 (R / T)
   const std::string accCons;
+
+  // TMA (warp-specialized, sm_90a): the tensor map that loads each operand,
+  // when the analysis allows, and (set by emit) its parameter's address.
+  struct TmaOperand {
+    TensorMapOperand map;
+    Value param;         // i64 generic address of the tensor map
+    int64_t rows, width; // the stage: rows of `width` swizzled bytes per column block
+    int64_t blocks;      // column blocks, one box each
+  };
+  std::optional<TmaOperand> tmaA, tmaB;
+  std::string tmaWhyNot; // why an operand is not loaded by TMA (remarks)
+  bool anyTma() const { return tmaA || tmaB; }
+  // Operands copied by cp.async (their threads arrive on `full`).
+  bool anyCpAsync() const { return !tmaA || !tmaB; }
+  // Decides tmaA / tmaB (in wsApplies).
+  void planTma();
+  std::optional<TmaOperand> tmaFor(tile::LoadOp ld, int64_t rows, int64_t width);
+  // Adds the kernel parameters of the planned tensor maps.
+  bool addTensorMaps();
+  // An i32 value of a linear form over lowered scalars.
+  Value materialize(const LinearForm &f);
+  // Thread 0 of the producers: expect the stage's TMA bytes on `full`, then
+  // issue the boxes of iteration j into the stage of running iteration gj.
+  void issueTma(Value j, Value gj, Value fullBar);
 
   // Set by emit() before the copies and the loop use them.
   Value ptid;     // warp-specialized producer code: the thread's index in the producer warpgroup

@@ -181,7 +181,8 @@ public:
   KernelLowering(ModuleOp module, func::FuncOp src, const LoweringOptions &opts)
       : module_(module), src_(src), b_(module.getContext()), axis_(src),
         numWarps_(opts.numWarps), threads_(32 * opts.numWarps), arch_(opts.arch),
-        numStages_(opts.numStages), warpSpecialize_(opts.warpSpecialize), remarks_(opts.remarks) {}
+        numStages_(opts.numStages), warpSpecialize_(opts.warpSpecialize), tma_(opts.tma),
+        remarks_(opts.remarks) {}
 
   bool run(std::string &error);
 
@@ -425,6 +426,12 @@ private:
   std::string arch_;
   int numStages_;
   bool warpSpecialize_;
+  bool tma_;
+  // TensorMapSpec texts of the tensor-map parameters added so far.
+  SmallVector<std::string> tensorMaps_;
+  /// Appends a 128-byte __grid_constant__ parameter for the tensor map
+  /// `spec` (TensorMapSpec text) and returns its generic address (i64).
+  Value addTensorMapParam(const std::string &spec, Location loc);
   // After a warp-specialized loop the producer warps have exited: barriers
   // then name barrier 1 with this many threads (0: bar.sync 0, all threads).
   int64_t barrierThreads_ = 0;

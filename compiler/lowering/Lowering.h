@@ -21,6 +21,9 @@ struct LoweringOptions {
   int numStages = 4;
   /// Warp-specialize pipelined dot loops where possible (sm_90a).
   bool warpSpecialize = true;
+  /// Load operand tiles of warp-specialized dot loops with TMA tensor maps
+  /// where the analysis allows (sm_90a); else cp.async.
+  bool tma = true;
   /// When set, receives one "file:line:col: remark: ..." line per loop that
   /// feeds a `dot`: how it was pipelined, or why not.
   std::vector<std::string> *remarks = nullptr;

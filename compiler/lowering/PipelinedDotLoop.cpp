@@ -198,6 +198,7 @@ bool DotLoopEmitter::wsApplies(const std::function<bool(std::string)> &no) {
                 "whole-chunk masks, or 4-byte elements) and tiles that split over 128 producer "
                 "threads");
   }
+  planTma();
   return true;
 }
 
@@ -211,8 +212,12 @@ std::string DotLoopEmitter::summary() const {
                   : !bViaRegs ? ""
                   : bStaged   ? ", B staged and transposed in shared memory"
                               : ", B through registers";
+  std::string tma = tmaA && tmaB ? ", A and B by TMA"
+                    : tmaA || tmaB  ? std::string(tmaA ? ", A" : ", B") + " by TMA (not " + tmaWhyNot + ")"
+                    : ws && kl_.tma_ && !persistent ? " (no TMA: " + tmaWhyNot + ")"
+                                                    : "";
   return what + ", " + std::to_string(S) + " stages" + b +
-         (ws ? ", warp-specialized (a producer warpgroup copies)" : "");
+         (ws ? ", warp-specialized (a producer warpgroup copies)" : "") + tma;
 }
 
 void DotLoopEmitter::allocate() {
@@ -236,7 +241,7 @@ bool DotLoopEmitter::emit() {
     return false;
   SmallVector<Value> accs;
   if (ws) {
-    if (!emitWarpSpecialized(acc0, accs))
+    if (!addTensorMaps() || !emitWarpSpecialized(acc0, accs))
       return false;
     bindResults(accs);
     return true;

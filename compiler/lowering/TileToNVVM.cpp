@@ -345,12 +345,31 @@ bool KernelLowering::run(std::string &error) {
     dst_->setAttr("tessera.num_warps", b_.getI32IntegerAttr(int32_t(numWarps_ + extraWarps_)));
   if (maxRegs_)
     dst_->setAttr("nvvm.maxnreg", b_.getI32IntegerAttr(int32_t(maxRegs_)));
+  if (!tensorMaps_.empty()) {
+    SmallVector<Attribute> specs;
+    for (const std::string &s : tensorMaps_)
+      specs.push_back(b_.getStringAttr(s));
+    dst_->setAttr("tessera.tensor_maps", b_.getArrayAttr(specs));
+  }
   src_.erase();
   if (!ok) {
     error = error_;
     return false;
   }
   return true;
+}
+
+Value KernelLowering::addTensorMapParam(const std::string &spec, Location loc) {
+  MLIRContext *ctx = b_.getContext();
+  unsigned idx = dst_.getNumArguments();
+  NamedAttrList attrs;
+  attrs.set("llvm.byval", TypeAttr::get(LLVM::LLVMArrayType::get(b_.getI8Type(), 128)));
+  attrs.set("llvm.align", b_.getI64IntegerAttr(64));
+  attrs.set("tessera.grid_constant", b_.getUnitAttr());
+  if (failed(dst_.insertArgument(idx, LLVM::LLVMPointerType::get(ctx), attrs.getDictionary(ctx), loc)))
+    return Value();
+  tensorMaps_.push_back(spec);
+  return LLVM::PtrToIntOp::create(b_, loc, b_.getI64Type(), dst_.getArgument(idx));
 }
 
 bool KernelLowering::lowerBlock(Block &blk) {

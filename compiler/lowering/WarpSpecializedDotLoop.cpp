@@ -34,8 +34,19 @@ bool DotLoopEmitter::emitWarpSpecialized(ValueRange acc0, SmallVector<Value> &ac
     OpBuilder::InsertionGuard g(b_);
     b_.setInsertionPointToStart(role.thenBlock());
     producerRegs();
-    if (!wsProducer(c32(0)))
-      return false;
+    if (anyCpAsync()) {
+      if (!wsProducer(c32(0)))
+        return false;
+    } else {
+      // Only TMA copies: one thread issues them, the rest of the warpgroup exits.
+      scf::IfOp one = kl_.makeIf(
+          arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::eq, kl_.tid_, c32(kl_.threads_)),
+          false, loc);
+      OpBuilder::InsertionGuard g1(b_);
+      b_.setInsertionPointToStart(one.thenBlock());
+      if (!wsProducer(c32(0)))
+        return false;
+    }
     asmCall({}, {}, "exit;", "~{memory}");
   }
   consumerRegs();
@@ -53,7 +64,11 @@ void DotLoopEmitter::wsSetup() {
     OpBuilder::InsertionGuard g(b_);
     b_.setInsertionPointToStart(init.thenBlock());
     for (int64_t q = 0; q < S; ++q) {
-      asmCall({}, {mbar(0, c32(q)), c32(P)}, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}");
+      // `full` completes with the cp.async arrivals of every producer thread
+      // and the TMA thread's expect_tx arrival (its bytes landed).
+      int64_t fullCount = (anyCpAsync() ? P : 0) + (anyTma() ? 1 : 0);
+      asmCall({}, {mbar(0, c32(q)), c32(fullCount)}, "mbarrier.init.shared::cta.b64 [$0], $1;",
+              "r,r,~{memory}");
       asmCall({}, {mbar(1, c32(q)), c32(kl_.numWarps_)}, "mbarrier.init.shared::cta.b64 [$0], $1;",
               "r,r,~{memory}");
     }
@@ -84,14 +99,24 @@ bool DotLoopEmitter::wsProducer(Value base) {
   ptid = arith::SubIOp::create(b_, loc, kl_.tid_, c32(kl_.threads_));
   Value slot = slotOf(gj);
   mbarWait(mbar(1, slot), parityOf(gj, 1));
-  bool ok = bindIteration(j) && issueCopy(m_.loadA, aStage(gj), swizzledIn(BM, WA)) &&
-            (swap ? issueCopy(m_.loadB, rawStage(gj),
-                              [this](Value r, Value colByte) { return rowMajorRaw(r, colByte); })
-                  : issueCopy(m_.loadB, bStage(gj), bPlacement()));
+  if (anyTma() && !anyCpAsync()) {
+    issueTma(j, gj, mbar(0, slot));
+  } else if (anyTma()) {
+    scf::IfOp first = kl_.makeIf(
+        arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::eq, ptid, c32(0)), false, loc);
+    OpBuilder::InsertionGuard g1(b_);
+    b_.setInsertionPointToStart(first.thenBlock());
+    issueTma(j, gj, mbar(0, slot));
+  }
+  bool ok = bindIteration(j) && (tmaA || issueCopy(m_.loadA, aStage(gj), swizzledIn(BM, WA))) &&
+            (tmaB || (swap ? issueCopy(m_.loadB, rawStage(gj),
+                                       [this](Value r, Value colByte) { return rowMajorRaw(r, colByte); })
+                           : issueCopy(m_.loadB, bStage(gj), bPlacement())));
   kl_.popScope();
   if (!ok)
     return false;
-  asmCall({}, {mbar(0, slot)}, "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];", "r,~{memory}");
+  if (anyCpAsync())
+    asmCall({}, {mbar(0, slot)}, "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];", "r,~{memory}");
   scf::YieldOp::create(b_, loc);
   ptid = Value();
   return true;
@@ -112,8 +137,10 @@ bool DotLoopEmitter::wsConsumer(ValueRange acc0, SmallVector<Value> &accs, Value
   bool ok = emitUnrolledLoop(acc0, accs, [&](Value i, SmallVector<Value> &a) {
     Value gi = arith::AddIOp::create(b_, loc, base, i);
     mbarWait(mbar(0, slotOf(gi)), parityOf(gi, 0));
-    // The copies were generic-proxy writes; wgmma reads through the async proxy.
-    asmCall({}, {}, "fence.proxy.async.shared::cta;", "~{memory}");
+    // cp.async copies are generic-proxy writes; wgmma reads through the
+    // async proxy (TMA writes through it already).
+    if (anyCpAsync())
+      asmCall({}, {}, "fence.proxy.async.shared::cta;", "~{memory}");
     if (swap)
       issueSwapWgmmas(gi, rowBytes, a);
     else

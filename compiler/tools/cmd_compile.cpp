@@ -42,6 +42,9 @@ options:
   --num-stages N     shared-memory stages for loops feeding dot (1..8, default 4)
   --no-warp-specialize  every warp copies and multiplies in pipelined dot loops
                      (default on sm_90a: a producer warpgroup copies)
+  --no-tma           copy the operands of warp-specialized dot loops with cp.async
+                     (default on sm_90a: TMA tensor maps where the pointer and mask
+                     analysis allows; the maps are extra kernel parameters)
   --remarks          print to stderr, for each loop that computes a dot, how it was
                      software-pipelined or why not (with --emit other than tile)
   -o PATH            write the output to PATH instead of stdout
@@ -96,6 +99,8 @@ int cmdCompile(int argc, char **argv) {
         return usageError(err, kCompileHelp);
     } else if (a == "--no-warp-specialize") {
       opts.warpSpecialize = false;
+    } else if (a == "--no-tma") {
+      opts.tma = false;
     } else if (a == "--remarks") {
       remarks = true;
     } else if (a == "--no-opt") {

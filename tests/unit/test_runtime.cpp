@@ -156,7 +156,8 @@ struct HostBackend final : Backend {
     maxDynamicShared = bytes;
   }
   void launch(FunctionHandle, const std::string &name, Grid grid, Block block, size_t shared,
-              StreamHandle stream, const std::vector<ArgValue> &args) override {
+              StreamHandle stream, const std::vector<ArgValue> &args,
+              const std::vector<TensorMapSpec> &) override {
     ++launches;
     lastName = name;
     lastGrid = grid;

@@ -37,6 +37,8 @@ struct CompileOptions {
   /// copies need no element-wise path and nothing before it touches memory;
   /// the remark says so. false: every warp copies and multiplies.
   bool warpSpecialize = true;
+  /// Load dot operands of warp-specialized loops with TMA where possible (sm_90a).
+  bool tma = true;
   /// Facts assumed about integer (i32/i64) runtime parameters, by name
   /// (specialization, see docs/api.md). EqualsOne replaces the parameter's
   /// uses by the constant 1; DivisibleBy16 lets the axis analysis treat it as
@@ -71,6 +73,9 @@ struct CompileResult {
   /// Per kernel: the warps its block is launched with. More than num_warps
   /// when a dot loop is warp-specialized (a producer warpgroup is added).
   std::map<std::string, int64_t> blockWarps;
+  /// Per kernel: the TensorMapSpec text of each tensor-map parameter the
+  /// lowering appended after the kernel's arguments (TMA loads), in order.
+  std::map<std::string, std::vector<std::string>> tensorMaps;
   /// (path, text) of the main file and every file it imports (for cache keys).
   std::vector<std::pair<std::string, std::string>> sources;
 };

@@ -16,6 +16,7 @@
 #define TESSERA_BACKEND_H
 
 #include "tessera/LaunchArgs.h"
+#include "tessera/TensorMapSpec.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -123,9 +124,12 @@ public:
   virtual void setMaxDynamicSharedMemory(FunctionHandle function, size_t bytes) = 0;
   /// Launches `function`. The arguments were already checked against the
   /// kernel's signature when one is known; `name` is for error messages.
+  /// `tensorMaps`: TMA tensor maps the kernel takes after `args`, built from
+  /// the argument values (a backend without TMA throws when there are any).
   virtual void launch(FunctionHandle function, const std::string &name, Grid grid, Block block,
                       size_t dynamicSharedBytes, StreamHandle stream,
-                      const std::vector<ArgValue> &args) = 0;
+                      const std::vector<ArgValue> &args,
+                      const std::vector<TensorMapSpec> &tensorMaps) = 0;
 };
 
 /// The CUDA driver backend for device `ordinal`: the same instance for as long

@@ -29,6 +29,9 @@ struct JitOptions {
   int numStages = 4;
   /// Warp-specialize pipelined dot loops on sm_90a (CompileOptions::warpSpecialize).
   bool warpSpecialize = true;
+  /// Load dot operands of warp-specialized loops with TMA tensor maps where
+  /// the analysis allows (CompileOptions::tma); else cp.async.
+  bool tma = true;
   /// Extra directories for `from "x.tile" import ...`.
   std::vector<std::string> importPaths;
   /// Use the in-memory and on-disk kernel cache ($TESSERA_CACHE_DIR).

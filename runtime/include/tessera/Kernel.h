@@ -49,6 +49,8 @@ struct KernelVariant {
   /// Warps of the launched block when the code needs more than num_warps
   /// (a warp-specialized loop adds producer warps); 0: num_warps.
   unsigned blockWarps = 0;
+  /// TMA tensor maps the kernel takes after its arguments, built at launch.
+  std::vector<TensorMapSpec> tensorMaps;
 };
 
 /// The variants of a specializing kernel, by fact set; built on a miss with

@@ -74,6 +74,8 @@ struct CacheEntry {
   std::string target;
   uint64_t sharedMemoryBytes = 0;
   unsigned numWarps = 4;
+  /// TensorMapSpec texts of the kernel's TMA tensor-map parameters.
+  std::vector<std::string> tensorMaps;
   int64_t createdTime = 0;           // seconds since the epoch; store() sets it when 0
   std::string payloadFormat = "ptx"; // "ptx" or "cubin"
   std::string payload;

@@ -72,7 +72,8 @@ public:
   /// Launches without a signature check (for hand-written PTX). The grid and
   /// block are checked against CUDA's limits.
   void launch(const Stream &stream, Grid grid, Block block, size_t dynamicSharedBytes,
-              const std::vector<ArgValue> &args) const;
+              const std::vector<ArgValue> &args,
+              const std::vector<TensorMapSpec> &tensorMaps = {}) const;
   template <class... Args>
   void launchArgs(const Stream &stream, Grid grid, Block block, size_t dynamicSharedBytes,
                   const Args &...args) const {

@@ -1,0 +1,351 @@
+// Decides whether a TMA tensor map can load an operand tile of a pipelined
+// dot loop; see TensorMapAnalysis.h.
+#include "TensorMapAnalysis.h"
+
+#include "tilegpu/TileGPUDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Matchers.h"
+
+namespace tessera::lowering::detail {
+
+void LinearForm::add(const LinearForm &o, int64_t k) {
+  c += k * o.c;
+  for (auto [v, s] : o.terms) {
+    auto it = llvm::find_if(terms, [&](auto &t) { return t.first == v; });
+    if (it == terms.end())
+      terms.push_back({v, k * s});
+    else
+      it->second += k * s;
+  }
+  llvm::erase_if(terms, [](auto &t) { return t.second == 0; });
+}
+
+void LinearForm::scale(int64_t k) {
+  c *= k;
+  for (auto &t : terms)
+    t.second *= k;
+  llvm::erase_if(terms, [](auto &t) { return t.second == 0; });
+}
+
+int64_t LinearForm::coef(Value v) const {
+  for (auto [x, s] : terms)
+    if (x == v)
+      return s;
+  return 0;
+}
+
+bool LinearForm::operator==(const LinearForm &o) const {
+  LinearForm d = *this;
+  d.add(o, -1);
+  return d.c == 0 && d.terms.empty();
+}
+
+LinearForm linearFormOf(Value v) {
+  APInt cst;
+  if (matchPattern(v, m_ConstantInt(&cst)))
+    return LinearForm::constant(cst.getSExtValue());
+  Operation *op = v.getDefiningOp();
+  if (!op)
+    return LinearForm::leaf(v);
+  if (isa<arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp, arith::IndexCastOp>(op))
+    return linearFormOf(op->getOperand(0));
+  if (isa<arith::AddIOp, arith::SubIOp>(op)) {
+    LinearForm f = linearFormOf(op->getOperand(0));
+    f.add(linearFormOf(op->getOperand(1)), isa<arith::AddIOp>(op) ? 1 : -1);
+    return f;
+  }
+  if (isa<arith::MulIOp>(op)) {
+    LinearForm a = linearFormOf(op->getOperand(0)), b = linearFormOf(op->getOperand(1));
+    if (b.isConstant()) {
+      a.scale(b.c);
+      return a;
+    }
+    if (a.isConstant()) {
+      b.scale(a.c);
+      return b;
+    }
+  }
+  return LinearForm::leaf(v);
+}
+
+namespace {
+
+/// An integer tile of rank <= 2: rest + sum over d of stride_d * (origin_d + i_d).
+struct AffineTile {
+  struct Dim {
+    LinearForm stride, origin;
+  };
+  LinearForm rest;
+  std::optional<Dim> dim[2];
+  bool uniform() const { return !dim[0] && !dim[1]; }
+};
+
+Value throughViews(Value v) {
+  while (Operation *op = v.getDefiningOp()) {
+    if (!isa<tile::BroadcastOp, tgpu::ConvertLayoutOp, tile::HintOp>(op))
+      break;
+    v = op->getOperand(0);
+  }
+  return v;
+}
+
+std::optional<AffineTile> affineOf(Value v);
+
+/// a + b; folds a uniform addend into the origin of a lone unit-stride dim
+/// (`pid * BM + arange(0, BM)` starts at pid * BM).
+std::optional<AffineTile> addAffine(AffineTile a, const AffineTile &b, int64_t k) {
+  a.rest.add(b.rest, k);
+  for (int d = 0; d < 2; ++d) {
+    if (!b.dim[d])
+      continue;
+    if (a.dim[d] || k != 1)
+      return std::nullopt;
+    a.dim[d] = b.dim[d];
+  }
+  int dims = int(bool(a.dim[0])) + int(bool(a.dim[1]));
+  for (int d = 0; d < 2 && dims == 1; ++d)
+    if (a.dim[d] && a.dim[d]->stride == LinearForm::constant(1)) {
+      a.dim[d]->origin.add(a.rest);
+      a.rest = LinearForm();
+    }
+  return a;
+}
+
+std::optional<AffineTile> affineOf(Value v) {
+  v = throughViews(v);
+  if (!isa<RankedTensorType>(v.getType())) // a scalar
+    return AffineTile{linearFormOf(v), {}};
+  Operation *op = v.getDefiningOp();
+  if (!op)
+    return std::nullopt;
+  DenseElementsAttr dense;
+  if (matchPattern(v, m_Constant(&dense)) && dense.isSplat() &&
+      isa<IntegerType>(dense.getElementType()))
+    return AffineTile{LinearForm::constant(dense.getSplatValue<APInt>().getSExtValue()), {}};
+  if (auto sp = dyn_cast<tile::SplatOp>(op))
+    return affineOf(sp.getSrc());
+  if (auto r = dyn_cast<tile::MakeRangeOp>(op)) {
+    AffineTile t;
+    t.dim[0] = AffineTile::Dim{LinearForm::constant(1), LinearForm::constant(r.getStart())};
+    return t;
+  }
+  if (isa<arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp>(op))
+    return affineOf(op->getOperand(0));
+  if (auto ex = dyn_cast<tile::ExpandDimsOp>(op)) {
+    std::optional<AffineTile> t = affineOf(ex.getSrc());
+    if (!t || t->dim[1] || cast<RankedTensorType>(ex.getSrc().getType()).getRank() != 1)
+      return std::nullopt;
+    if (ex.getAxis() == 0)
+      std::swap(t->dim[0], t->dim[1]);
+    return t;
+  }
+  if (isa<arith::AddIOp, arith::SubIOp>(op)) {
+    std::optional<AffineTile> a = affineOf(op->getOperand(0)), b = affineOf(op->getOperand(1));
+    if (!a || !b)
+      return std::nullopt;
+    return addAffine(*a, *b, isa<arith::AddIOp>(op) ? 1 : -1);
+  }
+  if (isa<arith::MulIOp>(op)) {
+    std::optional<AffineTile> a = affineOf(op->getOperand(0)), b = affineOf(op->getOperand(1));
+    if (!a || !b)
+      return std::nullopt;
+    if (!b->uniform())
+      std::swap(a, b);
+    if (!b->uniform())
+      return std::nullopt;
+    const LinearForm &f = b->rest;
+    // stride * f and rest * f must stay linear: one side constant.
+    for (auto &d : a->dim) {
+      if (!d)
+        continue;
+      if (f.isConstant()) {
+        d->stride.scale(f.c);
+      } else if (d->stride.isConstant()) {
+        LinearForm s = f;
+        s.scale(d->stride.c);
+        d->stride = s;
+      } else {
+        return std::nullopt;
+      }
+    }
+    if (f.isConstant())
+      a->rest.scale(f.c);
+    else if (!(a->rest == LinearForm()))
+      return std::nullopt;
+    return a;
+  }
+  return std::nullopt;
+}
+
+/// A pointer tile: splat(kernel pointer argument) + offsets.
+struct PointerTile {
+  BlockArgument base;
+  AffineTile off;
+};
+
+std::optional<PointerTile> pointerOf(Value p, Block &entry) {
+  p = throughViews(p);
+  Operation *op = p.getDefiningOp();
+  if (auto sp = dyn_cast_or_null<tile::SplatOp>(op)) {
+    auto arg = dyn_cast<BlockArgument>(sp.getSrc());
+    if (!arg || arg.getOwner() != &entry)
+      return std::nullopt;
+    return PointerTile{arg, AffineTile{}};
+  }
+  if (auto ap = dyn_cast_or_null<tile::AddPtrOp>(op)) {
+    std::optional<PointerTile> base = pointerOf(ap.getPtr(), entry);
+    std::optional<AffineTile> off = affineOf(ap.getOffset());
+    if (!base || !off)
+      return std::nullopt;
+    std::optional<AffineTile> sum = addAffine(base->off, *off, 1);
+    if (!sum)
+      return std::nullopt;
+    base->off = *sum;
+    return base;
+  }
+  return std::nullopt;
+}
+
+/// Splits a mask into its conjuncts.
+void conjuncts(Value m, SmallVectorImpl<Value> &out) {
+  m = throughViews(m);
+  if (auto a = m.getDefiningOp<arith::AndIOp>()) {
+    conjuncts(a.getLhs(), out);
+    conjuncts(a.getRhs(), out);
+    return;
+  }
+  out.push_back(m);
+}
+
+bool onlyArgs(const LinearForm &f, Block &entry) {
+  return llvm::all_of(f.terms, [&](auto &t) {
+    auto a = dyn_cast<BlockArgument>(t.first);
+    return a && a.getOwner() == &entry && isa<IntegerType>(a.getType());
+  });
+}
+
+} // namespace
+
+std::optional<TensorMapOperand> analyzeTensorMapOperand(tile::LoadOp ld, scf::ForOp loop,
+                                                        Block &entry, std::string &whyNot) {
+  auto no = [&](const std::string &why) -> std::optional<TensorMapOperand> {
+    whyNot = why;
+    return std::nullopt;
+  };
+  auto rt = dyn_cast<RankedTensorType>(ld.getType());
+  if (!rt || rt.getRank() != 2)
+    return no("not a 2-D tile");
+  // Iteration j: the induction variable is lo + j * step. The iteration
+  // count j is written as the induction variable itself in the forms below.
+  Value iv = loop.getInductionVar();
+  LinearForm lo = linearFormOf(loop.getLowerBound()), step = linearFormOf(loop.getStep());
+  if (!step.isConstant())
+    return no("the loop step is not a constant");
+  auto substitute = [&](LinearForm f) {
+    int64_t k = f.coef(iv);
+    f.add(LinearForm::leaf(iv), -k);
+    f.add(lo, k);
+    f.add(LinearForm::leaf(iv), k * step.c);
+    return f;
+  };
+
+  // The pointer tile in iteration 0, and its advance per iteration.
+  Value ptr = ld.getPtr();
+  LinearForm advance;
+  if (auto arg = dyn_cast<BlockArgument>(ptr); arg && arg.getOwner() == loop.getBody()) {
+    unsigned i = arg.getArgNumber() - 1;
+    auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+    auto ap = yield.getOperand(i).getDefiningOp<tile::AddPtrOp>();
+    std::optional<AffineTile> a = ap ? affineOf(ap.getOffset()) : std::nullopt;
+    if (!ap || ap.getPtr() != arg || !a || !a->uniform())
+      return no("the pointer tile does not advance by a uniform step");
+    advance = a->rest;
+    ptr = loop.getInitArgs()[i];
+  }
+  std::optional<PointerTile> p = pointerOf(ptr, entry);
+  if (!p)
+    return no("the pointer tile is not a pointer argument plus affine offsets");
+  AffineTile &off = p->off;
+  if (!off.dim[0] || !off.dim[1] || !(off.rest == LinearForm()))
+    return no("the pointer tile is not base + row * stride + column");
+  if (!(off.dim[1]->stride == LinearForm::constant(1)))
+    return no("the columns of the tile are not contiguous");
+  TensorMapOperand t;
+  t.pointerArg = p->base.getArgNumber();
+  t.rowStride = off.dim[0]->stride;
+  if (!onlyArgs(t.rowStride, entry))
+    return no("the row stride is not a function of the kernel's arguments");
+  // The advance moves whole rows or columns.
+  int64_t rowSteps = 0, colSteps = 0;
+  if (advance.isConstant() && t.rowStride.isConstant() && t.rowStride.c &&
+      advance.c % t.rowStride.c == 0 && advance.c) {
+    rowSteps = advance.c / t.rowStride.c;
+  } else if (!t.rowStride.isConstant() && !advance.terms.empty()) {
+    auto [v, s] = t.rowStride.terms.front();
+    int64_t k = advance.coef(v) / s;
+    LinearForm scaled = t.rowStride;
+    scaled.scale(k);
+    if (!(scaled == advance))
+      return no("the pointer step is not a whole number of rows");
+    rowSteps = k;
+  } else if (advance.isConstant()) {
+    colSteps = advance.c;
+  } else {
+    return no("the pointer step is not a whole number of rows or columns");
+  }
+  // Coordinates of iteration j: origin + j * (step in the loop's own terms).
+  LinearForm origin[2] = {substitute(off.dim[0]->origin), substitute(off.dim[1]->origin)};
+  int64_t stepOf[2] = {rowSteps + origin[0].coef(iv), colSteps + origin[1].coef(iv)};
+  for (int d = 0; d < 2; ++d) {
+    origin[d].add(LinearForm::leaf(iv), -origin[d].coef(iv));
+    for (auto [v, s] : origin[d].terms)
+      if (!loop.isDefinedOutsideOfLoop(v))
+        return no("the tile's origin depends on values computed in the loop");
+  }
+
+  // Extents from the mask: per dimension one `index < bound`.
+  if (!ld.getMask())
+    return no("the load has no mask to bound it");
+  SmallVector<Value> terms;
+  conjuncts(ld.getMask(), terms);
+  std::optional<LinearForm> extent[2];
+  for (Value c : terms) {
+    auto cmp = c.getDefiningOp<arith::CmpIOp>();
+    if (!cmp || (cmp.getPredicate() != arith::CmpIPredicate::slt &&
+                 cmp.getPredicate() != arith::CmpIPredicate::sgt))
+      return no("a mask term is not `index < bound`");
+    bool lt = cmp.getPredicate() == arith::CmpIPredicate::slt;
+    std::optional<AffineTile> x = affineOf(lt ? cmp.getLhs() : cmp.getRhs());
+    std::optional<AffineTile> y = affineOf(lt ? cmp.getRhs() : cmp.getLhs());
+    if (!x || !y || !y->uniform() || (x->dim[0] && x->dim[1]) || x->uniform())
+      return no("a mask term is not `index < bound` along one dimension");
+    int d = x->dim[0] ? 0 : 1;
+    if (!(x->dim[d]->stride == LinearForm::constant(1)))
+      return no("a mask term's index does not step by one");
+    // index = rest + origin + i < bound  <=>  coordinate < bound - rest - origin + pointer origin.
+    LinearForm e = substitute(y->rest);
+    e.add(substitute(x->rest), -1);
+    e.add(substitute(x->dim[d]->origin), -1);
+    e.add(origin[d]);
+    e.add(LinearForm::leaf(iv), stepOf[d]);
+    if (e.coef(iv) != 0)
+      return no("the mask's bound moves with the loop differently from the pointer");
+    if (!onlyArgs(e, entry))
+      return no("the mask's bound is not a function of the kernel's arguments");
+    if (extent[d] && !(*extent[d] == e))
+      return no("two bounds on one dimension");
+    extent[d] = e;
+  }
+  if (!extent[0] || !extent[1])
+    return no("the mask does not bound both dimensions");
+  t.rows = *extent[0];
+  t.cols = *extent[1];
+  t.row0 = origin[0];
+  t.col0 = origin[1];
+  t.rowStep = stepOf[0];
+  t.colStep = stepOf[1];
+  return t;
+}
+
+} // namespace tessera::lowering::detail
