@@ -191,14 +191,18 @@ bool DotLoopEmitter::wsApplies(const std::function<bool(std::string)> &no) {
   if (!persistent && (op_->getParentOp() != kl_.src_.getOperation() || kl_.touchedMemory_ || kl_.smemUsed_))
     return no("warp specialization needs the loop at the kernel's top level, after code that "
               "touches no memory");
+  // Operands that TMA loads need neither: the copy engine clips ragged
+  // edges (a K that is no multiple of 16) itself.
+  planTma();
   for (tile::LoadOp ld : {m_.loadA, m_.loadB}) {
+    if (ld == m_.loadA ? bool(tmaA) : bool(tmaB))
+      continue;
     auto rt = cast<RankedTensorType>(ld.getType());
     if (!copyFacts(ld).async() || (rt.getNumElements() / vecElems) % P)
       return no("warp specialization needs copies without an element-wise path (16-byte aligned, "
                 "whole-chunk masks, or 4-byte elements) and tiles that split over 128 producer "
                 "threads");
   }
-  planTma();
   return true;
 }
 

@@ -73,6 +73,7 @@ CacheEntry sampleEntry(const std::string &payload = ".version 8.0\n.target sm_90
   e.target = "sm_90a";
   e.sharedMemoryBytes = 65536;
   e.numWarps = 8;
+  e.tensorMaps = {"ptr=0 type=9 eb=2 box=64x128 swizzle=128 cols=0+1*a5 rows=0+1*a3 stride=0+1*a6"};
   e.createdTime = 1700000000;
   e.payloadFormat = "ptx";
   e.payload = payload;
@@ -91,6 +92,7 @@ void checkSame(const CacheEntry &a, const CacheEntry &b) {
   CHECK(a.target == b.target);
   CHECK(a.sharedMemoryBytes == b.sharedMemoryBytes);
   CHECK(a.numWarps == b.numWarps);
+  CHECK(a.tensorMaps == b.tensorMaps);
   CHECK(a.createdTime == b.createdTime);
   CHECK(a.payloadFormat == b.payloadFormat);
   CHECK(a.payload == b.payload);
@@ -361,6 +363,13 @@ TEST_CASE("every corruption of an entry is detected", "[cache][corrupt]") {
   std::string okMeta = R"({"key":")" + kKey + R"(","kernel":"k","signature":{"name":"k","params":[],"constexprs":{"A":"2"}},"target":"sm_90","format":"ptx","shared_memory_bytes":0,"num_warps":4,"created":1})";
   auto ok = KernelCache::parse(withMeta(okMeta, "p"), kKey);
   REQUIRE(ok.entry);
+  CHECK(ok.entry->tensorMaps.empty()); // entries without TMA omit nothing they need
+  // A tensor map the runtime could not build is a corrupt entry (rebuilt).
+  std::string badMap = okMeta.substr(0, okMeta.size() - 1) + R"(,"tensor_maps":["ptr=0 box=9999x1"]})";
+  CHECK(KernelCache::parse(withMeta(badMap, "p"), kKey).problem ==
+        "bad metadata JSON: bad tensor map 'ptr=0 box=9999x1'");
+  std::string notText = okMeta.substr(0, okMeta.size() - 1) + R"(,"tensor_maps":[7]})";
+  CHECK(KernelCache::parse(withMeta(notText, "p"), kKey).problem.rfind("bad metadata JSON: ", 0) == 0);
   CHECK(std::get<int64_t>(ok.entry->signature.constexprs.at("A")) == 2);
 
   // Random garbage never crashes and is never accepted.
