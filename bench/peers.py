@@ -77,8 +77,9 @@ def main():
     write_results(args.out, "matmul", args.commit,
                   ("Tessera: best config of the list in bench/matmul_bench.cpp (all listed with "
                   "their times and sampled fp64 relative errors); C is bf16 for bf16 inputs, like cuBLAS's; "
-                  "sm_90a wgmma with a cp.async pipeline, warp-specialized (a producer warpgroup "
-                  "and mbarriers) where the copies allow; f32 runs as tf32 (C^T = B^T A^T with B^T "
+                  "sm_90a wgmma, warp-specialized (a producer warpgroup and mbarriers), operands "
+                  "loaded by TMA tensor maps where the pointer/mask analysis allows (tf32: A by TMA, "
+                  "B by cp.async), else cp.async; f32 runs as tf32 (C^T = B^T A^T with B^T "
                   "from registers). Ratios are peer_ms / tessera_ms (>1: Tessera faster). "
                   "Issue 5 targets: bf16 and tf32 >= 0.9x, ROAST 512x8192x8192 tf32 >= 0.85x, "
                   "i8 >= 0.8x torch._int_mm"),
