@@ -4,7 +4,11 @@
 // (tgpu encodings, tgpu.convert_layout where a tile changes layout), and
 // remarks say how the dot loop was lowered. For a fast matmul the only
 // conversions feed the dot (#opA / #opB); the accumulator, its scaling and
-// its store stay in the #mma layout. Exits non-zero if that does not hold.
+// its store stay in the #mma layout. CompileResult::tensorMaps lists the TMA
+// tensor maps the kernel takes after its arguments (one per operand here:
+// rows 16-byte aligned, so both operands are boxes the copy engine loads;
+// the runtime encodes them at launch). Exits non-zero if any of that does
+// not hold.
 //
 //   example_inspect_layouts
 #include <tessera/tessera.h>
@@ -12,6 +16,7 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 int main() {
   tessera::CompileOptions o;
@@ -21,9 +26,12 @@ int main() {
   o.lowerToGPU = true;
   o.constexprs = {{"BM", int64_t(128)}, {"BN", int64_t(256)}, {"BK", int64_t(32)},
                   {"DT", *tessera::parseDType("bf16")}, {"OUT", *tessera::parseDType("bf16")}};
-  // Unit inner strides, as the JIT specializes them at launch.
+  // Unit inner strides and row strides that are multiples of 16, as the JIT
+  // specializes them at launch for row-major 4096 x 4096 operands.
   o.argFacts = {{"stride_ak", tessera::ArgFact::EqualsOne},
-                {"stride_bn", tessera::ArgFact::EqualsOne}};
+                {"stride_bn", tessera::ArgFact::EqualsOne},
+                {"stride_am", tessera::ArgFact::DivisibleBy16},
+                {"stride_bk", tessera::ArgFact::DivisibleBy16}};
   tessera::CompileResult r =
       tessera::compileFile(std::string(TESSERA_SOURCE_DIR) + "/kernels_dsl/basics/matmul.tile",
                            "matmul", o);
@@ -47,7 +55,13 @@ int main() {
               << "\n";
   }
   std::cout << conversions << " conversions, " << toOperands << " into dot operands\n";
-  bool ok = conversions == 2 && toOperands == 2;
-  std::cout << (ok ? "ok" : "FAILED: expected only the two operand conversions") << "\n";
+  // Each map: the pointer argument, element type, box, swizzle, and the
+  // extents and row stride as linear forms over argument indices (a3 = M).
+  const std::vector<std::string> &maps = r.tensorMaps["matmul"];
+  for (const std::string &m : maps)
+    std::cout << "  tensor map: " << m << "\n";
+  bool ok = conversions == 2 && toOperands == 2 && maps.size() == 2;
+  std::cout << (ok ? "ok" : "FAILED: expected only the two operand conversions and two tensor maps")
+            << "\n";
   return ok ? 0 : 1;
 }
