@@ -171,6 +171,39 @@ TEST_CASE("GPU matmul with TMA tensor maps at ragged extents matches fp64", "[gp
         }
 }
 
+// Kernel pointer arguments are assumed 16-byte aligned; a TMA tensor map
+// cannot take anything else. A misaligned operand is an error at launch,
+// before anything runs, and the context stays usable.
+TEST_CASE("GPU matmul with TMA rejects a misaligned operand with a clear error", "[gpu][matmul][tma]") {
+  std::unique_ptr<Context> ctx = tessera::testing::gpuOrSkip();
+  if (!ctx)
+    return;
+  JitOptions o;
+  o.numWarps = 8;
+  std::map<std::string, ConstexprValue> cx = {
+      {"BM", int64_t(128)}, {"BN", int64_t(256)}, {"BK", int64_t(64)},
+      {"DT", *parseDType("bf16")}, {"OUT", *parseDType("f32")}};
+  Kernel k = compile(*ctx, kernelPath(), "matmul", cx, o);
+  const int32_t n = 256;
+  DeviceMemory a = ctx->allocBytes(size_t(n) * n * 2 + 16), b = ctx->allocBytes(size_t(n) * n * 2);
+  DeviceMemory c = ctx->allocBytes(size_t(n) * n * 4);
+  a.memset(0);
+  b.memset(0);
+  auto args = [&](DeviceAddress pa) {
+    std::vector<ArgValue> v = makeArgs(DevicePtr<uint8_t>{pa}, DevicePtr<uint8_t>{b.address()},
+                                       DevicePtr<uint8_t>{c.address()}, n, n, n, n, int32_t(1), n,
+                                       int32_t(1), n, int32_t(1));
+    for (size_t p = 0; p < 3; ++p)
+      v[p].type = k.signature().params[p].type;
+    return v;
+  };
+  CHECK_THROWS_WITH(k.launchWithArgs(ctx->stream(), Grid::of(2), args(a.address() + 2)),
+                    Catch::Contains("TMA tensor map 0: the address passed as argument 0 is not "
+                                    "16-byte aligned"));
+  k.launchWithArgs(ctx->stream(), Grid::of(2), args(a.address()));
+  ctx->synchronize();
+}
+
 // The persistent matmul: each program walks over several tiles. With M, N,
 // K multiples of 16 and aligned rows the tile loop is warp-specialized as a
 // whole (mbarrier phases carried from tile to tile; 3 programs for 15 tiles
