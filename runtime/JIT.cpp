@@ -155,6 +155,9 @@ Kernel compileImpl(Context &ctx, const std::string &path, const std::string *tex
   if (!options.specialize) {
     detail::KernelVariant v = buildVariant(*g, {});
     config.sharedMemoryBytes = v.sharedMemoryBytes;
+    config.tensorMaps = v.tensorMaps;
+    if (v.blockWarps) // producer warps of a warp-specialized loop
+      config.numWarps = v.blockWarps;
     return Kernel(std::move(v.function), sig, config);
   }
   // Variants are built at the first launch that needs them (also the one

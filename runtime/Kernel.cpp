@@ -89,7 +89,7 @@ detail::KernelVariant Kernel::variantFor(const std::vector<ArgValue> &args) cons
     throw Error("launch of an empty Kernel");
   checkLaunchArgs(signature_, args);
   if (!variants_)
-    return detail::KernelVariant{function_, config_.sharedMemoryBytes};
+    return detail::KernelVariant{function_, config_.sharedMemoryBytes, 0, config_.tensorMaps};
   return variants_->get(variants_->keyOf(args));
 }
 
@@ -110,7 +110,7 @@ void Kernel::launchWithArgs(const Stream &stream, Grid grid,
     v.function.launch(stream, grid, b, v.sharedMemoryBytes, args, v.tensorMaps);
     return;
   }
-  function_.launch(stream, grid, block(), config_.sharedMemoryBytes, args);
+  function_.launch(stream, grid, block(), config_.sharedMemoryBytes, args, config_.tensorMaps);
 }
 
 } // namespace tessera

@@ -35,6 +35,9 @@ namespace tessera {
 struct LaunchConfig {
   unsigned numWarps = 4;        // block = numWarps * 32 threads
   size_t sharedMemoryBytes = 0; // dynamic shared memory per block
+  /// TMA tensor maps the function takes after its arguments, built at each
+  /// launch from the argument values (a kernel that does not specialize).
+  std::vector<TensorMapSpec> tensorMaps;
 };
 
 /// Facts about the integer arguments of one launch, by parameter name
