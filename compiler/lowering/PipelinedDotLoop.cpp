@@ -218,7 +218,7 @@ std::string DotLoopEmitter::summary() const {
                               : ", B through registers";
   std::string tma = tmaA && tmaB ? ", A and B by TMA"
                     : tmaA || tmaB  ? std::string(tmaA ? ", A" : ", B") + " by TMA (not " + tmaWhyNot + ")"
-                    : ws && kl_.tma_ && !persistent ? " (no TMA: " + tmaWhyNot + ")"
+                    : ws && kl_.tma_ ? " (no TMA: " + tmaWhyNot + ")"
                                                     : "";
   return what + ", " + std::to_string(S) + " stages" + b +
          (ws ? ", warp-specialized (a producer warpgroup copies)" : "") + tma;

@@ -33,10 +33,6 @@ std::optional<DotLoopEmitter::TmaOperand> DotLoopEmitter::tmaFor(tile::LoadOp ld
       analyzeTensorMapOperand(ld, op_, kl_.src_.getBody().front(), why);
   if (!m)
     return no(why);
-  for (const LinearForm *f : {&m->row0, &m->col0})
-    for (auto [v, k] : f->terms)
-      if (kl_.lookup(v).kind != Lowered::Scalar)
-        return no("the tile's origin is not a scalar");
   if (rows > 256 || width / eb > 256)
     return no("a box is larger than 256 rows or columns");
   int64_t cols = cast<RankedTensorType>(ld.getType()).getDimSize(1);
@@ -44,7 +40,7 @@ std::optional<DotLoopEmitter::TmaOperand> DotLoopEmitter::tmaFor(tile::LoadOp ld
 }
 
 void DotLoopEmitter::planTma() {
-  if (!kl_.tma_ || persistent || !ws || !useWgmma)
+  if (!kl_.tma_ || !ws || !useWgmma)
     return;
   tmaA = tmaFor(m_.loadA, BM, WA);
   if (swap)

@@ -223,9 +223,13 @@ std::optional<bool> KernelLowering::lowerPersistentDotLoop(scf::ForOp outer) {
     return std::nullopt;
   DotLoopEmitter e(*this, inner, *m, *kind, pick->first, /*wgmma=*/true, pick->second, /*ws=*/true);
   e.persistent = true;
+  if (!e.applies()) // as in fits(); it also plans the TMA operands
+    return std::nullopt;
   remark(outer, "persistent dot loop: " + e.summary());
   e.allocate();
   e.wsSetup();
+  if (!e.addTensorMaps())
+    return false;
   Value lb = scalarOf(outer.getLowerBound()), ub = scalarOf(outer.getUpperBound()),
         st = scalarOf(outer.getStep());
   // One role's copy of the outer loop, carrying the running iteration count.
@@ -268,8 +272,18 @@ std::optional<bool> KernelLowering::lowerPersistentDotLoop(scf::ForOp outer) {
     OpBuilder::InsertionGuard g(b_);
     b_.setInsertionPointToStart(role.thenBlock());
     e.producerRegs();
-    if (!roleLoop(true))
+    // Only TMA copies: one thread walks the tiles, the rest of the warpgroup
+    // goes straight to the exit below.
+    if (!e.anyCpAsync()) {
+      scf::IfOp one = makeIf(
+          arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::eq, tid_, i32c(threads_, loc)), false, loc);
+      OpBuilder::InsertionGuard g1(b_);
+      b_.setInsertionPointToStart(one.thenBlock());
+      if (!roleLoop(true))
+        return false;
+    } else if (!roleLoop(true)) {
       return false;
+    }
     sideEffectAsm({}, {}, "exit;", "~{memory}", loc);
   }
   e.consumerRegs();
