@@ -108,15 +108,18 @@ bool DotLoopEmitter::wsProducer(Value base) {
     b_.setInsertionPointToStart(first.thenBlock());
     issueTma(j, gj, mbar(0, slot));
   }
-  bool ok = bindIteration(j) && (tmaA || issueCopy(m_.loadA, aStage(gj), swizzledIn(BM, WA))) &&
-            (tmaB || (swap ? issueCopy(m_.loadB, rawStage(gj),
-                                       [this](Value r, Value colByte) { return rowMajorRaw(r, colByte); })
-                           : issueCopy(m_.loadB, bStage(gj), bPlacement())));
-  kl_.popScope();
-  if (!ok)
-    return false;
-  if (anyCpAsync())
+  // The cp.async copies need the iteration's addresses and masks (TMA boxes
+  // need only their origins).
+  if (anyCpAsync()) {
+    bool ok = bindIteration(j) && (tmaA || issueCopy(m_.loadA, aStage(gj), swizzledIn(BM, WA))) &&
+              (tmaB || (swap ? issueCopy(m_.loadB, rawStage(gj),
+                                         [this](Value r, Value colByte) { return rowMajorRaw(r, colByte); })
+                             : issueCopy(m_.loadB, bStage(gj), bPlacement())));
+    kl_.popScope();
+    if (!ok)
+      return false;
     asmCall({}, {mbar(0, slot)}, "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];", "r,~{memory}");
+  }
   scf::YieldOp::create(b_, loc);
   ptid = Value();
   return true;
