@@ -59,7 +59,12 @@ detail::KernelVariant buildVariant(const GpuBuild &g, const ArgFacts &facts) {
     // The block's warps: num_warps plus any producer warps the lowering added.
     auto bw = r.blockWarps.find(g.kernel);
     e.numWarps = unsigned(bw != r.blockWarps.end() ? bw->second : co.numWarps);
-    e.tensorMaps = r.tensorMaps[g.kernel];
+    for (const std::string &text : r.tensorMaps[g.kernel]) {
+      std::optional<TensorMapSpec> spec = parseTensorMapSpec(text);
+      if (!spec) // the lowering wrote it with formatTensorMapSpec
+        throw Error("kernel '" + g.kernel + "': bad tensor map '" + text + "'");
+      e.tensorMaps.push_back(*spec);
+    }
     e.payloadFormat = "ptx";
     e.payload = std::move(ptx);
     return e;
@@ -86,15 +91,8 @@ detail::KernelVariant buildVariant(const GpuBuild &g, const ArgFacts &facts) {
     entry = std::make_shared<const CacheEntry>(build());
   }
   Module m(g.backend, ModuleImage{ModuleFormat::Ptx, entry->payload});
-  detail::KernelVariant v{m.function(g.kernel), size_t(entry->sharedMemoryBytes), entry->numWarps,
-                          {}};
-  for (const std::string &text : entry->tensorMaps) {
-    std::optional<TensorMapSpec> spec = parseTensorMapSpec(text);
-    if (!spec) // the cache checks these when it reads an entry
-      throw Error("kernel '" + g.kernel + "': bad tensor map '" + text + "'");
-    v.tensorMaps.push_back(*spec);
-  }
-  return v;
+  return detail::KernelVariant{m.function(g.kernel), size_t(entry->sharedMemoryBytes),
+                               entry->numWarps, entry->tensorMaps};
 }
 
 Kernel compileImpl(Context &ctx, const std::string &path, const std::string *text,

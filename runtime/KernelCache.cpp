@@ -1,5 +1,4 @@
 #include "tessera/KernelCache.h"
-#include "tessera/TensorMapSpec.h"
 #include "tessera/Error.h"
 #include "tessera/Sha256.h"
 
@@ -281,6 +280,9 @@ bool isValidCacheKey(std::string_view key) {
 // ---- serialization ------------------------------------------------------------------
 
 std::string KernelCache::serialize(const std::string &key, const CacheEntry &e) {
+  std::vector<std::string> maps;
+  for (const TensorMapSpec &m : e.tensorMaps)
+    maps.push_back(formatTensorMapSpec(m));
   json meta = {{"key", key},
                {"kernel", e.kernelName},
                {"signature", signatureToJson(e.signature)},
@@ -288,7 +290,7 @@ std::string KernelCache::serialize(const std::string &key, const CacheEntry &e) 
                {"format", e.payloadFormat},
                {"shared_memory_bytes", e.sharedMemoryBytes},
                {"num_warps", e.numWarps},
-               {"tensor_maps", e.tensorMaps},
+               {"tensor_maps", maps},
                {"created", e.createdTime}};
   std::string metaText = meta.dump(-1, ' ', false, json::error_handler_t::replace);
   if (metaText.size() > kMaxMetadataBytes)
@@ -368,9 +370,10 @@ KernelCache::ParseResult KernelCache::parse(std::string_view bytes,
     if (meta.contains("tensor_maps")) {
       for (const json &m : meta.at("tensor_maps")) {
         std::string text = m.get<std::string>();
-        if (!parseTensorMapSpec(text))
+        std::optional<TensorMapSpec> spec = parseTensorMapSpec(text);
+        if (!spec)
           throw std::runtime_error("bad tensor map '" + text + "'");
-        entry->tensorMaps.push_back(text);
+        entry->tensorMaps.push_back(*spec);
       }
     }
     const json &created = meta.at("created");

@@ -216,10 +216,10 @@ std::string DotLoopEmitter::summary() const {
                   : !bViaRegs ? ""
                   : bStaged   ? ", B staged and transposed in shared memory"
                               : ", B through registers";
-  std::string tma = tmaA && tmaB ? ", A and B by TMA"
-                    : tmaA || tmaB  ? std::string(tmaA ? ", A" : ", B") + " by TMA (not " + tmaWhyNot + ")"
+  std::string tma = tmaA && tmaB   ? ", A and B by TMA"
+                    : tmaA || tmaB ? std::string(tmaA ? ", A" : ", B") + " by TMA (not " + tmaWhyNot + ")"
                     : ws && kl_.tma_ ? " (no TMA: " + tmaWhyNot + ")"
-                                                    : "";
+                                     : "";
   return what + ", " + std::to_string(S) + " stages" + b +
          (ws ? ", warp-specialized (a producer warpgroup copies)" : "") + tma;
 }

@@ -43,11 +43,10 @@ void DotLoopEmitter::planTma() {
   if (!kl_.tma_ || !ws || !useWgmma)
     return;
   tmaA = tmaFor(m_.loadA, BM, WA);
-  if (swap)
-    tmaWhyNot = tmaWhyNot.empty() ? "B: copied row-major with padded rows for its B^T fragments"
-                                  : tmaWhyNot;
-  else
+  if (!swap)
     tmaB = tmaFor(m_.loadB, kMajorB ? BN : BK, WB);
+  else if (tmaWhyNot.empty())
+    tmaWhyNot = "B: copied row-major with padded rows for its B^T fragments";
 }
 
 bool DotLoopEmitter::addTensorMaps() {

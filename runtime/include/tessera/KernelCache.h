@@ -25,6 +25,7 @@
 #ifndef TESSERA_KERNELCACHE_H
 #define TESSERA_KERNELCACHE_H
 
+#include "tessera/TensorMapSpec.h"
 #include "tessera/Types.h"
 
 #include <cstdint>
@@ -74,8 +75,9 @@ struct CacheEntry {
   std::string target;
   uint64_t sharedMemoryBytes = 0;
   unsigned numWarps = 4;
-  /// TensorMapSpec texts of the kernel's TMA tensor-map parameters.
-  std::vector<std::string> tensorMaps;
+  /// The kernel's TMA tensor-map parameters (stored as their text; an entry
+  /// whose text does not parse is corrupt).
+  std::vector<TensorMapSpec> tensorMaps;
   int64_t createdTime = 0;           // seconds since the epoch; store() sets it when 0
   std::string payloadFormat = "ptx"; // "ptx" or "cubin"
   std::string payload;
