@@ -1,6 +1,6 @@
 #include "tessera/KernelCache.h"
 #include "tessera/Error.h"
-#include "tessera/Sha256.h"
+#include "Sha256.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,5 +1,5 @@
 // SHA-256 as specified in FIPS 180-4.
-#include "tessera/Sha256.h"
+#include "Sha256.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,13 +1,15 @@
 // Decoding tile IR into the interpreter's instruction list: one slot per SSA
 // value (or an alias of one for shape-only ops), one Instr per op with its
 // function pointer chosen here, constants laid out once.
-#include "Frontend.h"
 #include "Numerics.h"
 #include "Program.h"
 
+#include "tessera/Compiler.h"
 #include "tile/TileDialect.h"
+#include "tilegpu/TileGPUDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -976,17 +978,50 @@ struct Holder {
   OwningOpRef<ModuleOp> module;
 };
 
+// Every dialect that tile IR may contain.
+void loadTileIRDialects(MLIRContext &ctx) {
+  ctx.loadDialect<tile::TileDialect, tgpu::TileGPUDialect, arith::ArithDialect,
+                  math::MathDialect, scf::SCFDialect, func::FuncDialect, cf::ControlFlowDialect>();
+}
+
+// Parses tile IR text (the compiler's output) into a context of its own.
+std::shared_ptr<Holder> parseTileIR(const std::string &tileIR, std::string &diagnostics) {
+  auto h = std::make_shared<Holder>();
+  loadTileIRDialects(h->ctx);
+  std::string errs;
+  {
+    ScopedDiagnosticHandler handler(&h->ctx, [&](Diagnostic &d) {
+      std::string loc = locText(d.getLocation());
+      errs += (loc.empty() ? std::string() : loc + ": ") + "error: " + d.str() + "\n";
+      return success();
+    });
+    h->module = parseSourceString<ModuleOp>(tileIR, &h->ctx, "tile-ir");
+  }
+  if (!h->module) {
+    diagnostics = errs.empty() ? "error: cannot parse the tile IR\n" : errs;
+    return nullptr;
+  }
+  return h;
+}
+
+// The interpreter takes its tile IR from the compiler's public entry points,
+// with source locations, so that its reports name .tile lines.
 std::shared_ptr<InterpProgram> prepareFrom(const std::string &path, const std::string *text,
                                            const std::string &kernel,
                                            const CompileOptions &options, std::string &diag) {
-  auto h = std::make_shared<Holder>();
-  detail::FrontendResult fr = detail::runFrontend(h->ctx, path, text, kernel, options);
-  diag = fr.diagnostics;
-  if (!fr.ok || !fr.module)
+  CompileOptions tileOnly = options;
+  tileOnly.lowerToGPU = false;
+  tileOnly.debugInfo = true;
+  CompileResult r = text ? compileSource(*text, path, kernel, tileOnly)
+                         : compileFile(path, kernel, tileOnly);
+  diag = r.diagnostics;
+  if (!r.ok)
     return nullptr;
-  h->module = std::move(fr.module);
+  std::shared_ptr<Holder> h = parseTileIR(r.tileIR, diag);
+  if (!h)
+    return nullptr;
   ModuleOp m = *h->module;
-  std::map<std::string, std::string> sources(fr.sources.begin(), fr.sources.end());
+  std::map<std::string, std::string> sources(r.sources.begin(), r.sources.end());
   return decodeModule(h, m, kernel, diag, sources);
 }
 
@@ -1011,21 +1046,9 @@ std::shared_ptr<InterpProgram> prepareInterpreterSource(const std::string &sourc
 std::shared_ptr<InterpProgram> prepareInterpreterIR(const std::string &tileIR,
                                                     const std::string &kernel,
                                                     std::string &diagnostics) {
-  auto h = std::make_shared<interp::Holder>();
-  detail::loadTileDialects(h->ctx);
-  std::string errs;
-  {
-    ScopedDiagnosticHandler handler(&h->ctx, [&](Diagnostic &d) {
-      std::string loc = interp::locText(d.getLocation());
-      errs += (loc.empty() ? std::string() : loc + ": ") + "error: " + d.str() + "\n";
-      return success();
-    });
-    h->module = parseSourceString<ModuleOp>(tileIR, &h->ctx, "tile-ir");
-  }
-  if (!h->module) {
-    diagnostics = errs.empty() ? "error: cannot parse the tile IR\n" : errs;
+  std::shared_ptr<interp::Holder> h = interp::parseTileIR(tileIR, diagnostics);
+  if (!h)
     return nullptr;
-  }
   ModuleOp m = *h->module;
   return interp::decodeModule(h, m, kernel, diagnostics, {});
 }

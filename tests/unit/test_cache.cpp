@@ -6,7 +6,7 @@
 
 #include "tessera/Error.h"
 #include "tessera/KernelCache.h"
-#include "tessera/Sha256.h"
+#include "Sha256.h"
 
 #include <sys/stat.h>
 #include <sys/wait.h>

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes kernel-cache entry files in the format of runtime/include/tessera/KernelCache.h,
+"""Writes kernel-cache entry files in the format of include/tessera/KernelCache.h,
 so that `tessera cache` can be tested without a GPU (only the JIT on a GPU fills the cache).
 
   make_cache_entry.py DIR KERNEL TARGET [--corrupt]
