@@ -189,7 +189,7 @@ int main(int argc, char **argv) {
         if (const char *t = std::getenv("MATMUL_TMA"))
           o.tma = std::string(t) != "0";
         if (const char *a = std::getenv("MATMUL_ARCH")) // e.g. sm_90: the mma.sync pipeline
-          o.arch = a;
+          o.target = Target::parse(a);
         std::map<std::string, ConstexprValue> cx = {
             {"BM", cfg.bm}, {"BN", cfg.bn}, {"BK", cfg.bk}, {"GROUP", cfg.group},
             {"DT", *parseDType(dt)}, {"ACC", *parseDType(isInt ? "i32" : "f32")}, {"OUT", *parseDType(out)}};

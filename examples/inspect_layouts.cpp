@@ -1,5 +1,5 @@
 // inspect_layouts: compiles kernels_dsl/basics/matmul.tile for sm_90a without
-// a GPU (tessera::compileFile with lowerToGPU) and shows where the compiler
+// a GPU (tessera::compileFile to Stage::GpuIR) and shows where the compiler
 // placed each tile: CompileResult::layoutIR is the tile IR with GPU layouts
 // (tgpu encodings, tgpu.convert_layout where a tile changes layout), and
 // remarks say how the dot loop was lowered. For a fast matmul the only
@@ -20,10 +20,9 @@
 
 int main() {
   tessera::CompileOptions o;
-  o.arch = "sm_90a";
+  o.target = tessera::Target::parse("sm_90a");
   o.numWarps = 8;
   o.numStages = 4;
-  o.lowerToGPU = true;
   o.constexprs = {{"BM", int64_t(128)}, {"BN", int64_t(256)}, {"BK", int64_t(32)},
                   {"DT", *tessera::parseDType("bf16")}, {"OUT", *tessera::parseDType("bf16")}};
   // Unit inner strides and row strides that are multiples of 16, as the JIT
@@ -34,7 +33,7 @@ int main() {
                 {"stride_bk", tessera::ArgFact::DivisibleBy16}};
   tessera::CompileResult r =
       tessera::compileFile(std::string(TESSERA_SOURCE_DIR) + "/kernels_dsl/basics/matmul.tile",
-                           "matmul", o);
+                           "matmul", o, tessera::Stage::GpuIR);
   if (!r.ok) {
     std::cerr << r.diagnostics;
     return 1;
@@ -57,9 +56,9 @@ int main() {
   std::cout << conversions << " conversions, " << toOperands << " into dot operands\n";
   // Each map: the pointer argument, element type, box, swizzle, and the
   // extents and row stride as linear forms over argument indices (a3 = M).
-  const std::vector<std::string> &maps = r.tensorMaps["matmul"];
-  for (const std::string &m : maps)
-    std::cout << "  tensor map: " << m << "\n";
+  const std::vector<tessera::TensorMapSpec> &maps = r.tensorMaps["matmul"];
+  for (const tessera::TensorMapSpec &m : maps)
+    std::cout << "  tensor map: " << tessera::formatTensorMapSpec(m) << "\n";
   bool ok = conversions == 2 && toOperands == 2 && maps.size() == 2;
   std::cout << (ok ? "ok" : "FAILED: expected only the two operand conversions and two tensor maps")
             << "\n";

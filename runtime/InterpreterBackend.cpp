@@ -17,7 +17,7 @@
 #include "tessera/Backend.h"
 #include "tessera/Error.h"
 
-#include "interpreter/include/tessera/Interpreter.h"
+#include "tessera/Interpreter.h"
 
 #include <unistd.h>
 

@@ -1,6 +1,5 @@
 #include "tessera/JIT.h"
 
-#include "tessera/CodeGen.h"
 #include "tessera/Compiler.h"
 #include "tessera/Error.h"
 #include "tessera/KernelCache.h"
@@ -28,16 +27,15 @@ struct GpuBuild {
   std::string mainText;
   std::vector<std::pair<std::string, std::string>> sources;
   KernelSignature signature;
-  CompileOptions options; // lowerToGPU, arch, warps, stages, imports, constexprs
+  CompileOptions options; // target resolved, constexprs set
   bool useCache = true;
 };
 
 detail::KernelVariant buildVariant(const GpuBuild &g, const ArgFacts &facts) {
-  const std::string &target = g.options.arch;
+  CompileOptions co = g.options;
+  co.argFacts = facts;
   auto build = [&]() {
-    CompileOptions co = g.options;
-    co.argFacts = facts;
-    CompileResult r = compileSource(g.mainText, g.path, g.kernel, co);
+    CompileResult r = compileSource(g.mainText, g.path, g.kernel, co, Stage::PTX);
     if (!r.ok)
       throwDiagnostics(r, g.kernel);
     // How each dot loop was lowered; printed when a variant is built (a cache
@@ -45,28 +43,17 @@ detail::KernelVariant buildVariant(const GpuBuild &g, const ArgFacts &facts) {
     if (const char *e = std::getenv("TESSERA_REMARKS"); e && *e == '1')
       for (const std::string &line : r.remarks)
         std::cerr << line << "\n";
-    TargetOptions to;
-    to.arch = target;
-    to.numWarps = co.numWarps;
     CacheEntry e;
-    std::string ptx, error;
-    if (!emitPTX(r.gpuIR, to, ptx, error, g.path))
-      throw Error("PTX generation for kernel '" + g.kernel + "' failed:\n" + error);
     e.kernelName = g.kernel;
     e.signature = g.signature;
-    e.target = target;
+    e.target = r.target.name();
     e.sharedMemoryBytes = uint64_t(r.sharedBytes[g.kernel]);
     // The block's warps: num_warps plus any producer warps the lowering added.
     auto bw = r.blockWarps.find(g.kernel);
     e.numWarps = unsigned(bw != r.blockWarps.end() ? bw->second : co.numWarps);
-    for (const std::string &text : r.tensorMaps[g.kernel]) {
-      std::optional<TensorMapSpec> spec = parseTensorMapSpec(text);
-      if (!spec) // the lowering wrote it with formatTensorMapSpec
-        throw Error("kernel '" + g.kernel + "': bad tensor map '" + text + "'");
-      e.tensorMaps.push_back(*spec);
-    }
+    e.tensorMaps = r.tensorMaps[g.kernel];
     e.payloadFormat = "ptx";
-    e.payload = std::move(ptx);
+    e.payload = std::move(r.ptx);
     return e;
   };
   std::shared_ptr<const CacheEntry> entry;
@@ -75,14 +62,11 @@ detail::KernelVariant buildVariant(const GpuBuild &g, const ArgFacts &facts) {
     in.sources = g.sources;
     in.kernelName = g.kernel;
     in.constexprs = g.signature.constexprs;
-    in.options = {{"num_warps", std::to_string(g.options.numWarps)},
-                  {"num_stages", std::to_string(g.options.numStages)},
-                  {"warp_specialize", g.options.warpSpecialize ? "1" : "0"},
-                  {"tma", g.options.tma ? "1" : "0"},
-                  {"emit", "ptx"}};
-    addArgFacts(in, facts);
+    for (const auto &[name, value] : co.cacheFields())
+      in.options[name] = value;
+    in.options["emit"] = "ptx";
     in.compilerVersion = compilerVersion();
-    in.target = target;
+    in.target = co.resolvedTarget().name();
     CacheStatus status;
     entry = KernelCache::global().getOrBuild(cacheKey(in), build, &status);
     for (const std::string &w : status.warnings)
@@ -101,26 +85,23 @@ Kernel compileImpl(Context &ctx, const std::string &path, const std::string *tex
                    const JitOptions &options) {
   if (kernel.empty())
     throw Error("tessera::compile needs a kernel name");
-  // Checked here so that the interpreter and the GPU accept the same options.
-  if (options.numWarps < 1 || options.numWarps > 32 || (options.numWarps & (options.numWarps - 1)))
-    throw Error("num_warps must be a power of two from 1 to 32, got " +
-                std::to_string(options.numWarps));
+  // Checked here, before anything runs, so that the interpreter and the GPU
+  // accept the same options.
+  if (std::string why = options.validate(); !why.empty())
+    throw Error(why);
   bool gpu = ctx.backend().kind() == BackendKind::Cuda;
+  CompileOptions co = options; // the CompileOptions part of the JitOptions
+  co.constexprs = constexprs;
   // sm_90a code runs only on compute capability 9.0 exactly, which is what the
   // context's device is: take it, so that dot can use wgmma.
-  std::string target = options.arch;
-  if (target.empty() && gpu)
-    target = ctx.target() == "sm_90" ? "sm_90a" : ctx.target();
-  CompileOptions co;
-  co.constexprs = constexprs;
-  co.importPaths = options.importPaths;
-  co.arch = target;
-  co.numWarps = options.numWarps;
-  co.numStages = options.numStages;
-  co.warpSpecialize = options.warpSpecialize;
-  co.tma = options.tma;
-  if (options.numStages < 1 || options.numStages > 8)
-    throw Error("num_stages must be from 1 to 8, got " + std::to_string(options.numStages));
+  if (!co.target && gpu) {
+    std::optional<Target> device = Target::parse(ctx.target());
+    if (!device)
+      throw Error("the device's target '" + ctx.target() + "' is not an sm_NN name");
+    if (device->sm == 90 && !device->familySpecific)
+      device->archSpecific = true;
+    co.target = device;
+  }
   // The interpreter reads the tile IR text; keep its locations so that its
   // reports (out-of-bounds accesses) name .tile source lines.
   co.debugInfo = !gpu;
@@ -147,7 +128,6 @@ Kernel compileImpl(Context &ctx, const std::string &path, const std::string *tex
   g->sources = r.sources;
   g->signature = sig;
   g->options = co;
-  g->options.lowerToGPU = true;
   g->options.debugInfo = false;
   g->useCache = options.useCache;
   if (!options.specialize) {

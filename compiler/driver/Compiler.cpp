@@ -1,16 +1,16 @@
+// The front end's entry point (source -> verified tile IR), listKernels and
+// the compiler's version. compileFile/compileSource are in Pipeline.cpp.
 #include "Frontend.h"
 
 #include "IRGen.h"
-#include "lowering/Lowering.h"
 #include "ModuleLoader.h"
 #include "tile/TileDialect.h"
+#include "tilegpu/TileGPUDialect.h"
 #include "tessera_build_id.h"
 
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
-#include "mlir/Pass/PassManager.h"
-#include "mlir/Transforms/Passes.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -134,78 +134,10 @@ FrontendResult runFrontend(MLIRContext &ctx, const std::string &path, const std:
       diags.error(fileLoc, "internal compiler error: generated IR failed to verify");
     return finish(), std::move(res);
   }
-  if (options.optimize) {
-    PassManager pm(&ctx);
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(createCSEPass());
-    // Loop-invariant index math (e.g. `BK * stride_bk`) leaves the loop, so
-    // the software pipeliner sees uniform pointer steps.
-    pm.addPass(createLoopInvariantCodeMotionPass());
-    if (failed(pm.run(*res.module)) && !diags.hasErrors())
-      diags.error(fileLoc, "internal compiler error: tile-level optimization failed");
-  }
   return finish(), std::move(res);
 }
 
 } // namespace detail
-
-static CompileResult compileImpl(const std::string &path, const std::string *text,
-                                 const std::string &kernel, const CompileOptions &options) {
-  MLIRContext ctx(MLIRContext::Threading::DISABLED);
-  detail::FrontendResult fr = detail::runFrontend(ctx, path, text, kernel, options);
-  CompileResult r;
-  r.ok = fr.ok;
-  r.diagnostics = fr.diagnostics;
-  r.kernels = fr.kernels;
-  r.sources = fr.sources;
-  if (!fr.ok)
-    return r;
-  {
-    llvm::raw_string_ostream os(r.tileIR);
-    OpPrintingFlags flags;
-    if (options.debugInfo)
-      flags.enableDebugInfo();
-    fr.module->print(os, flags);
-  }
-  if (options.lowerToGPU) {
-    std::string error;
-    lowering::LoweringOptions lo;
-    lo.numWarps = options.numWarps;
-    lo.arch = options.arch;
-    lo.numStages = options.numStages;
-    lo.warpSpecialize = options.warpSpecialize;
-    lo.tma = options.tma;
-    lo.remarks = &r.remarks;
-    lo.layoutIR = &r.layoutIR;
-    if (!lowering::lowerTileToNVVM(*fr.module, lo, error) || failed(verify(*fr.module))) {
-      r.ok = false;
-      r.diagnostics = (error.empty() ? std::string("error: GPU lowering produced invalid IR") : error) + "\n";
-      return r;
-    }
-    for (auto fn : fr.module->getOps<func::FuncOp>()) {
-      if (auto attr = fn->getAttrOfType<IntegerAttr>("tessera.shared_bytes"))
-        r.sharedBytes[fn.getName().str()] = attr.getInt();
-      if (auto attr = fn->getAttrOfType<IntegerAttr>("tessera.num_warps"))
-        r.blockWarps[fn.getName().str()] = attr.getInt();
-      if (auto maps = fn->getAttrOfType<ArrayAttr>("tessera.tensor_maps"))
-        for (Attribute a : maps)
-          r.tensorMaps[fn.getName().str()].push_back(cast<StringAttr>(a).str());
-    }
-    llvm::raw_string_ostream os(r.gpuIR);
-    fr.module->print(os);
-  }
-  return r;
-}
-
-CompileResult compileFile(const std::string &path, const std::string &kernel,
-                          const CompileOptions &options) {
-  return compileImpl(path, nullptr, kernel, options);
-}
-
-CompileResult compileSource(const std::string &source, const std::string &virtualPath,
-                            const std::string &kernel, const CompileOptions &options) {
-  return compileImpl(virtualPath, &source, kernel, options);
-}
 
 std::vector<std::string> listKernels(const std::string &path, std::string *diagnostics) {
   fe::SourceManager sm;

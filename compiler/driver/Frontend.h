@@ -1,5 +1,5 @@
-// Internal entry point shared by the public API, the interpreter and the back
-// end: source -> verified tile IR module held in a caller-owned context.
+// The front end: source -> verified tile IR module held in a caller-owned
+// context (the first step of the pipeline in Pipeline.cpp).
 #ifndef TESSERA_DRIVER_FRONTEND_H
 #define TESSERA_DRIVER_FRONTEND_H
 

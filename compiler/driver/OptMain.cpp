@@ -1,9 +1,8 @@
 #include "tessera/Compiler.h"
 
-
 #include "tile/TileDialect.h"
 #include "tilegpu/TileGPUDialect.h"
-#include "transforms/Passes.h"
+#include "Passes.h"
 
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
@@ -21,7 +20,7 @@ int tessera::optMain(int argc, char **argv) {
   mlir::registerCSEPass();
   mlir::registerInlinerPass();
   mlir::registerSymbolDCEPass();
-  tessera::transforms::registerLayoutPasses();
+  tessera::registerTesseraPasses();
 
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "Tessera optimizer driver\n", registry));

@@ -17,20 +17,20 @@ using namespace detail;
 
 struct DotLayoutPlanner::Impl {
   AxisInfoAnalysis axis;
-  LoweringOptions opts;
+  CompileOptions opts;
 };
 
-DotLayoutPlanner::DotLayoutPlanner(Operation *kernel, const LoweringOptions &options)
+DotLayoutPlanner::DotLayoutPlanner(Operation *kernel, const CompileOptions &options)
     : impl_(new Impl{AxisInfoAnalysis(kernel), options}) {}
 
 DotLayoutPlanner::~DotLayoutPlanner() = default;
 
 tgpu::MmaEncodingAttr DotLayoutPlanner::choose(tile::DotOp dot) {
-  const LoweringOptions &opts = impl_->opts;
+  const CompileOptions &opts = impl_->opts;
+  Target target = opts.resolvedTarget();
   MLIRContext *ctx = dot.getContext();
   auto at = dot.getA().getType(), bt = dot.getB().getType();
   int64_t BM = at.getDimSize(0), BK = at.getDimSize(1), BN = bt.getDimSize(1);
-  std::optional<int> smVersion = smVersionOf(opts.arch);
   auto loop = dyn_cast<scf::ForOp>(dot->getParentOp());
   std::optional<DotLoop> m = loop ? matchDotLoop(loop) : std::nullopt;
   std::optional<WgmmaKind> kind = wgmmaKindOf(dot);
@@ -38,9 +38,9 @@ tgpu::MmaEncodingAttr DotLayoutPlanner::choose(tile::DotOp dot) {
   // The copies move 16-byte chunks of rows: both operands contiguous along them.
   bool contiguous = m && rowsContiguous(impl_->axis, m->loadA, eb) &&
                     rowsContiguous(impl_->axis, m->loadB, eb);
-  if (smVersion && *smVersion >= 80 && opts.numStages >= 3 && m && m->dot == dot && kind &&
+  if (target.hasCpAsync() && opts.numStages >= 3 && m && m->dot == dot && kind &&
       contiguous) {
-    bool wgmmaTarget = isWgmmaTarget(opts.arch, opts.numWarps);
+    bool wgmmaTarget = isWgmmaTarget(target, opts.numWarps);
     for (DotPath path : {DotPath::Swapped, DotPath::Wgmma, DotPath::MmaSync}) {
       if (!dotPathAllowed(path, *kind, wgmmaTarget, bool(m->transB)))
         continue;

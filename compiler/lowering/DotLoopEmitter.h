@@ -65,18 +65,9 @@ inline bool dotPathAllowed(DotPath path, const WgmmaKind &kind, bool wgmmaTarget
          !(path == DotPath::Swapped && !kind.tf32);
 }
 
-/// The compute capability of `arch` ("" = the sm_80 baseline), or nothing
-/// for a target name that is not sm_NN.
-inline std::optional<int> smVersionOf(const std::string &arch) {
-  int v = 80;
-  if (!arch.empty() && std::sscanf(arch.c_str(), "sm_%d", &v) != 1)
-    return std::nullopt;
-  return v;
-}
-
 /// Whether wgmma may be used: sm_90a, and whole warpgroups of 1, 2 or 4.
-inline bool isWgmmaTarget(const std::string &arch, int numWarps) {
-  return arch == "sm_90a" && (numWarps == 4 || numWarps == 8 || numWarps == 16);
+inline bool isWgmmaTarget(const Target &target, int numWarps) {
+  return target.hasWgmma() && (numWarps == 4 || numWarps == 8 || numWarps == 16);
 }
 
 /// Whether the rows of an operand tile are provably contiguous for 16-byte

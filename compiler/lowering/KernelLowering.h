@@ -7,6 +7,7 @@
 
 #include "AxisInfo.h"
 #include "Lowering.h"
+#include "tessera/CompileOptions.h"
 #include "tile/TileDialect.h"
 #include "tilegpu/TileGPUDialect.h"
 
@@ -16,6 +17,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include <functional>
 #include <map>
 #include <optional>
 
@@ -178,35 +180,34 @@ class KernelLowering {
   friend class DotLoopEmitter;
 
 public:
-  KernelLowering(ModuleOp module, func::FuncOp src, const LoweringOptions &opts)
-      : module_(module), src_(src), b_(module.getContext()), axis_(src),
-        numWarps_(opts.numWarps), threads_(32 * opts.numWarps), arch_(opts.arch),
-        numStages_(opts.numStages), warpSpecialize_(opts.warpSpecialize), tma_(opts.tma),
-        remarks_(opts.remarks) {}
+  /// Receives each remark (the op's location and the message).
+  using RemarkSink = std::function<void(Location, const std::string &)>;
 
-  bool run(std::string &error);
+  KernelLowering(ModuleOp module, func::FuncOp src, const CompileOptions &opts,
+                 RemarkSink remarks)
+      : module_(module), src_(src), b_(module.getContext()), axis_(src),
+        numWarps_(opts.numWarps), threads_(32 * opts.numWarps), target_(opts.resolvedTarget()),
+        numStages_(opts.numStages), warpSpecialize_(opts.warpSpecialize), tma_(opts.tma),
+        remarks_(std::move(remarks)), errorLoc_(src.getLoc()) {}
+
+  /// Lowers the kernel; on failure the first error is errorLoc() / errorMessage().
+  bool run();
+  Location errorLoc() const { return errorLoc_; }
+  const std::string &errorMessage() const { return error_; }
 
 private:
   // ---- helpers ----
   bool fail(Operation *op, const std::string &msg) {
     if (error_.empty()) {
-      std::string where;
-      if (auto fl = dyn_cast<FileLineColLoc>(op->getLoc()))
-        where = fl.getFilename().str() + ":" + std::to_string(fl.getLine()) + ":" +
-                std::to_string(fl.getColumn()) + ": ";
-      error_ = where + "error: " + msg;
+      errorLoc_ = op->getLoc();
+      error_ = msg;
     }
     return false;
   }
-  /// Records "file:line:col: remark: msg" for `op` when remarks are wanted.
+  /// Reports how `op` was lowered (dot loops: how they were pipelined, or why not).
   void remark(Operation *op, const std::string &msg) {
-    if (!remarks_)
-      return;
-    std::string where;
-    if (auto fl = dyn_cast<FileLineColLoc>(op->getLoc()))
-      where = fl.getFilename().str() + ":" + std::to_string(fl.getLine()) + ":" +
-              std::to_string(fl.getColumn()) + ": ";
-    remarks_->push_back(where + "remark: " + msg);
+    if (remarks_)
+      remarks_(op->getLoc(), msg);
   }
   Type convertElem(Type t) {
     if (isa<tile::PtrType>(t))
@@ -423,7 +424,7 @@ private:
   AxisInfoAnalysis axis_;
   int numWarps_;
   int64_t threads_;
-  std::string arch_;
+  Target target_;
   int numStages_;
   bool warpSpecialize_;
   bool tma_;
@@ -456,7 +457,7 @@ private:
   // Whether code before the current op read or wrote memory (producer warps
   // of a warp-specialized loop run that code with thread ids past the layouts).
   bool touchedMemory_ = false;
-  std::vector<std::string> *remarks_;
+  RemarkSink remarks_;
   Value tid_;
   LLVM::GlobalOp smemGlobal_;
   int64_t smemUsed_ = 0;
@@ -466,6 +467,7 @@ private:
   std::map<std::pair<std::vector<int64_t>, int64_t>, SmallVector<Value>> coordCache_;
   using MemoKey = std::pair<void *, std::vector<void *>>;
   std::vector<std::map<MemoKey, Value>> memo_;
+  Location errorLoc_;
   std::string error_;
 };
 

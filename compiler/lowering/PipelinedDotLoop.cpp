@@ -903,12 +903,8 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
       remark(op, "dot loop not pipelined: " + why);
     return std::nullopt;
   };
-  // cp.async needs sm_80 (an empty arch means the sm_80 baseline).
-  std::optional<int> smVersion = smVersionOf(arch_);
-  if (!smVersion)
-    return notPipelined("unknown target '" + arch_ + "'");
-  if (*smVersion < 80)
-    return notPipelined("target " + arch_ + " has no cp.async (sm_80 or later)");
+  if (!target_.hasCpAsync())
+    return notPipelined("target " + target_.name() + " has no cp.async (sm_80 or later)");
   if (numStages_ < 3)
     return notPipelined("num_stages is " + std::to_string(numStages_) + "; the pipeline needs 3 or more");
   std::optional<DotLoop> m = matchDotLoop(op);
@@ -921,7 +917,7 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
   // wgmma where the target has it and the tile fits it; else mma.sync for
   // 16-bit operands. num_stages is an upper bound: with fewer stages than
   // asked for when those do not fit in shared memory, the loop still pipelines.
-  bool wgmmaTarget = isWgmmaTarget(arch_, numWarps_);
+  bool wgmmaTarget = isWgmmaTarget(target_, numWarps_);
   std::string why, wsWhy;
   // tf32 tries C^T = B^T A^T first (no shared-memory transpose of B).
   for (DotPath path : {DotPath::Swapped, DotPath::Wgmma, DotPath::MmaSync}) {
@@ -953,7 +949,7 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
     }
   }
   if (why.empty())
-    why = arch_ == "sm_90a" ? "wgmma needs 4, 8 or 16 warps, and mma.sync f16/bf16 operands"
+    why = target_.hasWgmma() ? "wgmma needs 4, 8 or 16 warps, and mma.sync f16/bf16 operands"
                             : "without wgmma only f16/bf16 operands are pipelined (mma.sync)";
   return notPipelined(why);
 }

@@ -15,7 +15,8 @@
 // once per region, and read back from there.
 // Scalars are uniform across the block and stay plain SSA values.
 #include "KernelLowering.h"
-#include "transforms/Passes.h"
+#include "Passes.h"
+#include "analysis/ModuleOptions.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -298,7 +299,7 @@ Value KernelLowering::elem(Value v, ArrayRef<Value> c, Location loc) {
 // Driver
 //===----------------------------------------------------------------------===//
 
-bool KernelLowering::run(std::string &error) {
+bool KernelLowering::run() {
   MLIRContext *ctx = module_.getContext();
   Location loc = src_.getLoc();
   SmallVector<Type> argTypes;
@@ -352,11 +353,7 @@ bool KernelLowering::run(std::string &error) {
     dst_->setAttr("tessera.tensor_maps", b_.getArrayAttr(specs));
   }
   src_.erase();
-  if (!ok) {
-    error = error_;
-    return false;
-  }
-  return true;
+  return ok;
 }
 
 Value KernelLowering::addTensorMapParam(const std::string &spec, Location loc) {
@@ -1437,52 +1434,79 @@ bool KernelLowering::lowerWhile(scf::WhileOp op) {
   return true;
 }
 
-bool lowerTileToNVVM(ModuleOp module, const LoweringOptions &options, std::string &error) {
-  module.getContext()->loadDialect<LLVM::LLVMDialect, NVVM::NVVMDialect>();
-  if (options.numWarps < 1 || options.numWarps > 32 ||
-      (options.numWarps & (options.numWarps - 1)) != 0) {
-    error = "error: num_warps must be a power of two between 1 and 32, got " +
-            std::to_string(options.numWarps);
-    return false;
-  }
-  // Layouts first: the mma and dot-operand layouts of every tensor-core dot,
-  // with the conversions that remain after removing the needless ones.
-  transforms::LayoutTarget target{options.arch, options.numWarps, options.numStages};
-  if (!transforms::assignGPULayouts(module, target)) {
-    error = "error: internal compiler error: layout assignment failed";
-    return false;
-  }
-  if (options.layoutIR) {
-    llvm::raw_string_ostream os(*options.layoutIR);
-    module.print(os);
-  }
-  SmallVector<func::FuncOp> kernels;
-  for (auto fn : module.getOps<func::FuncOp>())
-    if (fn->hasAttr("tile.kernel"))
-      kernels.push_back(fn);
-  // Hand-written layout IR must match the warps it is lowered for.
-  for (func::FuncOp fn : kernels) {
-    WalkResult bad = fn.walk([&](Operation *op) {
-      for (Type t : op->getResultTypes())
-        if (auto enc = tgpu::mmaEncodingOf(t))
-          if (int(enc.getWarps()) != options.numWarps ||
-              !accLayoutFor(cast<RankedTensorType>(t).getShape(), enc)) {
-            error = "error: " + fn.getName().str() + ": a tile's mma layout is for " +
-                    std::to_string(enc.getWarps()) + " warps or another shape; lowering with " +
-                    std::to_string(options.numWarps) + " warps";
-            return WalkResult::interrupt();
-          }
-      return WalkResult::advance();
-    });
-    if (bad.wasInterrupted())
-      return false;
-  }
-  for (func::FuncOp fn : kernels) {
-    KernelLowering kl(module, fn, options);
-    if (!kl.run(error))
-      return false;
-  }
-  return true;
+} // namespace tessera::lowering
+
+namespace tessera {
+#define GEN_PASS_DEF_TESSERALOWERTONVVM
+#include "Passes.h.inc"
+
+namespace {
+using namespace lowering::detail;
+
+/// "file:line:col: " for a source location, else "".
+std::string sourcePrefix(Location loc) {
+  if (auto fl = dyn_cast<FileLineColLoc>(loc))
+    return fl.getFilename().str() + ":" + std::to_string(fl.getLine()) + ":" +
+           std::to_string(fl.getColumn()) + ": ";
+  return "";
 }
 
-} // namespace tessera::lowering
+struct LowerToNVVMPass : impl::TesseraLowerToNVVMBase<LowerToNVVMPass> {
+  LowerToNVVMPass() = default;
+  explicit LowerToNVVMPass(std::vector<std::string> *remarks) : remarks_(remarks) {}
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::string error;
+    std::optional<CompileOptions> options = analysis::moduleOptions(module, error);
+    if (!options) {
+      module.emitError(error);
+      return signalPassFailure();
+    }
+    SmallVector<func::FuncOp> kernels;
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (fn->hasAttr("tile.kernel"))
+        kernels.push_back(fn);
+    // Hand-written layout IR must match the warps it is lowered for.
+    for (func::FuncOp fn : kernels) {
+      WalkResult bad = fn.walk([&](Operation *op) {
+        for (Type t : op->getResultTypes())
+          if (auto enc = tgpu::mmaEncodingOf(t))
+            if (int(enc.getWarps()) != options->numWarps ||
+                !accLayoutFor(cast<RankedTensorType>(t).getShape(), enc)) {
+              fn.emitError() << fn.getName() << ": a tile's mma layout is for "
+                             << enc.getWarps() << " warps or another shape; lowering with "
+                             << options->numWarps << " warps";
+              return WalkResult::interrupt();
+            }
+        return WalkResult::advance();
+      });
+      if (bad.wasInterrupted())
+        return signalPassFailure();
+    }
+    // Remarks go to the driver's list as text, or out as MLIR remarks.
+    KernelLowering::RemarkSink sink = [this](Location loc, const std::string &msg) {
+      if (remarks_)
+        remarks_->push_back(sourcePrefix(loc) + "remark: " + msg);
+      else
+        emitRemark(loc, msg);
+    };
+    for (func::FuncOp fn : kernels) {
+      KernelLowering kl(module, fn, *options, sink);
+      if (!kl.run()) {
+        emitError(kl.errorLoc(), kl.errorMessage());
+        return signalPassFailure();
+      }
+    }
+  }
+
+  std::vector<std::string> *remarks_ = nullptr;
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createTesseraLowerToNVVMWithRemarks(std::vector<std::string> *remarks) {
+  return std::make_unique<LowerToNVVMPass>(remarks);
+}
+
+} // namespace tessera

@@ -171,7 +171,7 @@ bool DotLoopEmitter::wsConsumer(ValueRange acc0, SmallVector<Value> &accs, Value
 // tile. The producers run into the next tile while the consumers store the
 // last, which hides the epilogue and the pipeline's fill.
 std::optional<bool> KernelLowering::lowerPersistentDotLoop(scf::ForOp outer) {
-  if (!warpSpecialize_ || arch_ != "sm_90a" || (numWarps_ != 4 && numWarps_ != 8) ||
+  if (!warpSpecialize_ || !target_.hasWgmma() || (numWarps_ != 4 && numWarps_ != 8) ||
       outer->getParentOp() != src_.getOperation() || touchedMemory_ || smemUsed_ ||
       outer.getNumResults())
     return std::nullopt;

@@ -1,8 +1,11 @@
 // Shared helpers of the `tessera` command-line tool (see cli.h).
 #include "cli.h"
 
+#include "tessera/CompileOptions.h"
+
 #include <cctype>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -84,25 +87,36 @@ bool parseAssume(const std::string &v, std::map<std::string, ArgFact> &facts,
   return true;
 }
 
-bool parseNumWarps(const std::string &v, int &numWarps, std::string &error) {
+bool parseInt(const std::string &flag, const std::string &v, int &out, std::string &error) {
   char *end = nullptr;
   long n = std::strtol(v.c_str(), &end, 10);
-  if (v.empty() || !end || *end || n < 1 || n > 32 || (n & (n - 1))) {
-    error = "--num-warps must be a power of two from 1 to 32, got '" + v + "'";
+  if (v.empty() || !end || *end || n < INT32_MIN || n > INT32_MAX) {
+    error = flag + " expects an integer, got '" + v + "'";
     return false;
   }
-  numWarps = int(n);
+  out = int(n);
+  return true;
+}
+
+// The range checks are CompileOptions::validate()'s, so that the CLI, the
+// JIT and the driver reject the same values with the same words.
+bool parseNumWarps(const std::string &v, int &numWarps, std::string &error) {
+  CompileOptions o;
+  if (!parseInt("--num-warps", v, o.numWarps, error))
+    return false;
+  if (error = o.validate(); !error.empty())
+    return false;
+  numWarps = o.numWarps;
   return true;
 }
 
 bool parseNumStages(const std::string &v, int &numStages, std::string &error) {
-  char *end = nullptr;
-  long n = std::strtol(v.c_str(), &end, 10);
-  if (v.empty() || !end || *end || n < 1 || n > 8) {
-    error = "--num-stages must be an integer from 1 to 8, got '" + v + "'";
+  CompileOptions o;
+  if (!parseInt("--num-stages", v, o.numStages, error))
     return false;
-  }
-  numStages = int(n);
+  if (error = o.validate(); !error.empty())
+    return false;
+  numStages = o.numStages;
   return true;
 }
 

@@ -56,6 +56,9 @@ bool parseDefine(const std::string &text, std::map<std::string, ConstexprValue> 
 bool parseAssume(const std::string &text, std::map<std::string, ArgFact> &facts,
                  std::string &error);
 /// --num-warps: a power of two from 1 to 32.
+/// `v` as an int; else `error` names `flag`.
+bool parseInt(const std::string &flag, const std::string &v, int &out, std::string &error);
+/// --num-warps / --num-stages: an int that CompileOptions::validate() accepts.
 bool parseNumWarps(const std::string &text, int &numWarps, std::string &error);
 bool parseNumStages(const std::string &text, int &numStages, std::string &error);
 /// A non-negative decimal integer that fits in `long long`.

@@ -5,7 +5,6 @@
 #include "tessera/Compiler.h"
 
 #include <iostream>
-#include <regex>
 #include <string>
 
 namespace tessera::cli {
@@ -65,7 +64,7 @@ ptxas is missing), 2 bad command line, 3 cannot write output
 } // namespace
 
 int cmdCompile(int argc, char **argv) {
-  std::string file, kernel, emit = "tile", out, arch = "sm_90";
+  std::string file, kernel, emit = "tile", out, arch;
   bool remarks = false;
   tessera::CompileOptions opts;
   ArgReader args(argc, argv);
@@ -92,10 +91,10 @@ int cmdCompile(int argc, char **argv) {
       if (!parseAssume(v, opts.argFacts, err))
         return usageError(err, kCompileHelp);
     } else if (args.value("--num-warps", v)) {
-      if (!parseNumWarps(v, opts.numWarps, err))
+      if (!parseInt("--num-warps", v, opts.numWarps, err))
         return usageError(err, kCompileHelp);
     } else if (args.value("--num-stages", v)) {
-      if (!parseNumStages(v, opts.numStages, err))
+      if (!parseInt("--num-stages", v, opts.numStages, err))
         return usageError(err, kCompileHelp);
     } else if (a == "--no-warp-specialize") {
       opts.warpSpecialize = false;
@@ -122,9 +121,15 @@ int cmdCompile(int argc, char **argv) {
     return usageError("unknown --emit kind '" + emit +
                           "' (expected tile, layout, gpu-ir, llvm, ptx or cubin)",
                       kCompileHelp);
-  if (!std::regex_match(arch, std::regex("sm_[0-9]{2,3}[af]?")))
-    return usageError("--arch expects a target such as sm_80, sm_90 or sm_90a, got '" + arch + "'",
-                      kCompileHelp);
+  if (!arch.empty()) {
+    opts.target = Target::parse(arch);
+    if (!opts.target)
+      return usageError("--arch expects a target such as sm_80, sm_90 or sm_90a, got '" + arch + "'",
+                        kCompileHelp);
+  }
+  if (std::string why = opts.validate(); !why.empty())
+    return usageError(why, kCompileHelp);
+  arch = opts.resolvedTarget().name();
   bool cubin = emit == "cubin";
   if (cubin && (out.empty() || out == "-"))
     return usageError("--emit=cubin writes a binary file: give -o PATH", kCompileHelp);
@@ -134,54 +139,44 @@ int cmdCompile(int argc, char **argv) {
                  "or set TESSERA_PTXAS (--emit=ptx needs no ptxas)\n";
     return kInputError;
   }
-  opts.lowerToGPU = emit != "tile";
-  opts.arch = arch;
-
-  tessera::CompileResult r = tessera::compileFile(file, kernel, opts);
-  if (!r.ok) {
-    std::cerr << r.diagnostics;
-    return kInputError;
-  }
+  Stage stage = emit == "tile"     ? Stage::Tile
+                : emit == "layout" ? Stage::Layout
+                : emit == "gpu-ir" ? Stage::GpuIR
+                : emit == "llvm"   ? Stage::LLVMIR
+                                   : Stage::PTX;
+  tessera::CompileResult r = tessera::compileFile(file, kernel, opts, stage);
   if (remarks)
     for (const std::string &line : r.remarks)
       std::cerr << line << "\n";
-  std::string result;
-  if (emit == "tile") {
-    result = r.tileIR;
-  } else if (emit == "layout") {
-    result = r.layoutIR;
-  } else if (emit == "gpu-ir") {
-    result = r.gpuIR;
-  } else {
-    TargetOptions to;
-    to.arch = arch;
-    to.numWarps = opts.numWarps;
-    std::string error;
-    bool ok = emit == "llvm" ? emitLLVMIR(r.gpuIR, to, result, error, file)
-                             : emitPTX(r.gpuIR, to, result, error, file);
-    if (!ok) {
-      std::cerr << "tessera: error: " << (emit == "llvm" ? "LLVM IR" : "PTX")
-                << " generation for " << arch << " failed:\n"
-                << error << (error.empty() || error.back() == '\n' ? "" : "\n");
+  if (!r.ok) {
+    // Code generation errors (not the source's) name the step that failed.
+    std::cerr << (stage >= Stage::LLVMIR && r.diagnostics.find("generation for") == 0
+                      ? "tessera: error: "
+                      : "")
+              << r.diagnostics;
+    return kInputError;
+  }
+  std::string result = stage == Stage::Tile     ? r.tileIR
+                       : stage == Stage::Layout ? r.layoutIR
+                       : stage == Stage::GpuIR  ? r.gpuIR
+                       : stage == Stage::LLVMIR ? r.llvmIR
+                                                : r.ptx;
+  if (cubin) {
+    std::string binary, log;
+    if (!assembleCubin(result, arch, binary, log)) {
+      std::cerr << "tessera: error: ptxas failed for " << arch << ":\n"
+                << log << (log.empty() || log.back() == '\n' ? "" : "\n");
       return kInputError;
     }
-    if (cubin) {
-      std::string binary, log;
-      if (!assembleCubin(result, arch, binary, log)) {
-        std::cerr << "tessera: error: ptxas failed for " << arch << ":\n"
-                  << log << (log.empty() || log.back() == '\n' ? "" : "\n");
-        return kInputError;
-      }
-      for (const PtxasKernelInfo &k : parsePtxasLog(log)) {
-        auto dyn = r.sharedBytes.find(k.name);
-        std::cerr << "kernel " << k.name << " (" << arch << "): registers=" << k.registers
-                  << " spill_stores=" << k.spillStores << " spill_loads=" << k.spillLoads
-                  << " shared=" << k.sharedBytes
-                  << " dynamic_shared=" << (dyn == r.sharedBytes.end() ? 0 : dyn->second)
-                  << " stack=" << k.stackBytes << "\n";
-      }
-      result = std::move(binary);
+    for (const PtxasKernelInfo &k : parsePtxasLog(log)) {
+      auto dyn = r.sharedBytes.find(k.name);
+      std::cerr << "kernel " << k.name << " (" << arch << "): registers=" << k.registers
+                << " spill_stores=" << k.spillStores << " spill_loads=" << k.spillLoads
+                << " shared=" << k.sharedBytes
+                << " dynamic_shared=" << (dyn == r.sharedBytes.end() ? 0 : dyn->second)
+                << " stack=" << k.stackBytes << "\n";
     }
+    result = std::move(binary);
   }
   return writeOutput(out, result) ? kOk : kIoError;
 }

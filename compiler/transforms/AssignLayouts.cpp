@@ -4,6 +4,7 @@
 // layout. tessera-remove-layout-conversions then removes the needless ones.
 #include "Passes.h"
 
+#include "analysis/ModuleOptions.h"
 #include "lowering/Lowering.h"
 #include "tilegpu/TileGPUDialect.h"
 
@@ -11,44 +12,25 @@
 
 using namespace mlir;
 
-namespace tessera::transforms {
+namespace tessera {
+#define GEN_PASS_DEF_TESSERAASSIGNLAYOUTS
+#include "Passes.h.inc"
+
 namespace {
 
-struct AssignLayoutsPass : PassWrapper<AssignLayoutsPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(AssignLayoutsPass)
-
-  AssignLayoutsPass() = default;
-  AssignLayoutsPass(const AssignLayoutsPass &other) : PassWrapper(other) {}
-  explicit AssignLayoutsPass(const LayoutTarget &t) {
-    arch = t.arch;
-    numWarps = t.numWarps;
-    numStages = t.numStages;
-  }
-
-  StringRef getArgument() const override { return "tessera-assign-layouts"; }
-  StringRef getDescription() const override {
-    return "Give tensor-core dots their mma and dot-operand layouts, with conversions around them";
-  }
-  void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<tgpu::TileGPUDialect>();
-  }
-
-  Option<std::string> arch{*this, "arch", llvm::cl::desc("target, e.g. sm_90a (empty: sm_80)"),
-                           llvm::cl::init("")};
-  Option<int> numWarps{*this, "num-warps", llvm::cl::desc("warps per block"), llvm::cl::init(4)};
-  Option<int> numStages{*this, "num-stages", llvm::cl::desc("pipeline depth of dot loops"),
-                        llvm::cl::init(4)};
-
+struct AssignLayoutsPass : impl::TesseraAssignLayoutsBase<AssignLayoutsPass> {
   void runOnOperation() override {
-    lowering::LoweringOptions opts;
-    opts.arch = arch;
-    opts.numWarps = numWarps;
-    opts.numStages = numStages;
+    std::string error;
+    std::optional<CompileOptions> opts = analysis::moduleOptions(getOperation(), error);
+    if (!opts) {
+      getOperation().emitError(error);
+      return signalPassFailure();
+    }
     // Decide every dot first: the decision looks at the loop around the dot
     // (is it the pipelineable form?), which the conversions would change.
     SmallVector<std::pair<tile::DotOp, tgpu::MmaEncodingAttr>> plan;
     for (auto fn : getOperation().getOps<func::FuncOp>()) {
-      lowering::DotLayoutPlanner planner(fn, opts);
+      lowering::DotLayoutPlanner planner(fn, *opts);
       fn.walk([&](tile::DotOp dot) {
         if (tgpu::mmaEncodingOf(dot.getType()))
           return; // already assigned
@@ -79,10 +61,4 @@ struct AssignLayoutsPass : PassWrapper<AssignLayoutsPass, OperationPass<ModuleOp
 
 } // namespace
 
-std::unique_ptr<Pass> createAssignLayoutsPass(const LayoutTarget &target) {
-  return std::make_unique<AssignLayoutsPass>(target);
-}
-
-void registerAssignLayoutsPass() { PassRegistration<AssignLayoutsPass>(); }
-
-} // namespace tessera::transforms
+} // namespace tessera

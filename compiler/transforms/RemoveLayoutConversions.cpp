@@ -17,18 +17,21 @@
 //     hold), so a conversion feeding a store disappears.
 #include "Passes.h"
 
+#include "tile/TileDialect.h"
 #include "tilegpu/TileGPUDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
-#include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 using namespace mlir;
 
-namespace tessera::transforms {
+namespace tessera {
+#define GEN_PASS_DEF_TESSERAREMOVELAYOUTCONVERSIONS
+#include "Passes.h.inc"
+
 namespace {
 
 using tgpu::ConvertLayoutOp;
@@ -156,13 +159,7 @@ struct StoreInAnyLayout : OpRewritePattern<tile::StoreOp> {
 };
 
 struct RemoveLayoutConversionsPass
-    : PassWrapper<RemoveLayoutConversionsPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(RemoveLayoutConversionsPass)
-  StringRef getArgument() const override { return "tessera-remove-layout-conversions"; }
-  StringRef getDescription() const override {
-    return "Remove layout conversions that rematerializing, sinking or retyping loops makes "
-           "needless";
-  }
+    : impl::TesseraRemoveLayoutConversionsBase<RemoveLayoutConversionsPass> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     RewritePatternSet patterns(ctx);
@@ -195,22 +192,4 @@ struct RemoveLayoutConversionsPass
 
 } // namespace
 
-std::unique_ptr<Pass> createRemoveLayoutConversionsPass() {
-  return std::make_unique<RemoveLayoutConversionsPass>();
-}
-
-void registerAssignLayoutsPass();
-
-void registerLayoutPasses() {
-  registerAssignLayoutsPass();
-  PassRegistration<RemoveLayoutConversionsPass>();
-}
-
-bool assignGPULayouts(ModuleOp module, const LayoutTarget &target) {
-  PassManager pm(module.getContext());
-  pm.addPass(createAssignLayoutsPass(target));
-  pm.addPass(createRemoveLayoutConversionsPass());
-  return succeeded(pm.run(module));
-}
-
-} // namespace tessera::transforms
+} // namespace tessera

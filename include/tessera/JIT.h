@@ -8,6 +8,7 @@
 #ifndef TESSERA_JIT_H
 #define TESSERA_JIT_H
 
+#include "tessera/CompileOptions.h"
 #include "tessera/Context.h"
 #include "tessera/Kernel.h"
 #include "tessera/Types.h"
@@ -18,22 +19,10 @@
 
 namespace tessera {
 
-struct JitOptions {
-  /// Warps per program instance (block = 32 * numWarps threads).
-  int numWarps = 4;
-  /// NVPTX target; empty = the context's device ("sm_90a" on a Hopper GPU,
-  /// so that `dot` can use wgmma; "sm_80" on an A100).
-  std::string arch;
-  /// Shared-memory stages of the software pipeline for loops feeding `dot`
-  /// (1 = none).
-  int numStages = 4;
-  /// Warp-specialize pipelined dot loops on sm_90a (CompileOptions::warpSpecialize).
-  bool warpSpecialize = true;
-  /// Load dot operands of warp-specialized loops with TMA tensor maps where
-  /// the analysis allows (CompileOptions::tma); else cp.async.
-  bool tma = true;
-  /// Extra directories for `from "x.tile" import ...`.
-  std::vector<std::string> importPaths;
+/// The compile options (CompileOptions: target, warps, stages, switches,
+/// import paths; its constexprs and argFacts are set by compile() and by
+/// specialization) plus what only the JIT has.
+struct JitOptions : CompileOptions {
   /// Use the in-memory and on-disk kernel cache ($TESSERA_CACHE_DIR).
   bool useCache = true;
   /// On a GPU: compile a variant per set of facts about the i32/i64 argument

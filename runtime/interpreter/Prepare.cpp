@@ -1010,7 +1010,6 @@ std::shared_ptr<InterpProgram> prepareFrom(const std::string &path, const std::s
                                            const std::string &kernel,
                                            const CompileOptions &options, std::string &diag) {
   CompileOptions tileOnly = options;
-  tileOnly.lowerToGPU = false;
   tileOnly.debugInfo = true;
   CompileResult r = text ? compileSource(*text, path, kernel, tileOnly)
                          : compileFile(path, kernel, tileOnly);

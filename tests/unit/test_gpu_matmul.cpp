@@ -51,7 +51,7 @@ double runCase(Context &ctx, const std::string &dt, const Case &c, const Cfg &cf
   JitOptions o;
   o.numWarps = cfg.warps;
   o.numStages = cfg.stages;
-  o.arch = cfg.arch;
+  o.target = Target::parse(cfg.arch); // "" = the device
   o.tma = cfg.tma;
   std::map<std::string, ConstexprValue> cx = {
       {"BM", cfg.bm}, {"BN", cfg.bn}, {"BK", cfg.bk}, {"GROUP", int64_t(4)},

@@ -58,7 +58,7 @@ double run(Context &ctx, const std::string &dt, int64_t M, int64_t N, int64_t K,
   JitOptions o;
   o.numWarps = warps;
   o.numStages = stages;
-  o.arch = arch;
+  o.target = Target::parse(arch); // "" = the device
   std::map<std::string, ConstexprValue> cx = {
       {"BM", bm}, {"BN", bn}, {"BK", bk}, {"DT", *parseDType(dt)},
       {"ACC", *parseDType(isInt ? "i32" : "f32")}, {"OUT", *parseDType(isInt ? "i32" : "f32")}};

@@ -73,10 +73,9 @@ TEST_CASE("Assigned dot layouts match the layouts the lowering produces", "[layo
   int pipelined = 0, checked = 0;
   for (const Config &c : configs) {
     CompileOptions o;
-    o.arch = c.arch;
+    o.target = Target::parse(c.arch);
     o.numWarps = c.warps;
     o.numStages = c.stages;
-    o.lowerToGPU = true;
     bool isInt = std::string(c.dt) == "i8";
     o.constexprs = {{"BM", c.bm}, {"BN", c.bn}, {"BK", c.bk}, {"DT", *parseDType(c.dt)},
                     {"ACC", *parseDType(isInt ? "i32" : "f32")},
@@ -88,9 +87,9 @@ TEST_CASE("Assigned dot layouts match the layouts the lowering produces", "[layo
                     {"stride_am", ArgFact::DivisibleBy16},
                     {c.transB ? "stride_bn" : "stride_bk", ArgFact::DivisibleBy16}};
     CompileResult r =
-        c.transB ? compileSource(kNT, "nt.tile", "matmul", o)
+        c.transB ? compileSource(kNT, "nt.tile", "matmul", o, Stage::GpuIR)
                  : compileFile(std::string(TESSERA_SOURCE_DIR) + "/kernels_dsl/basics/matmul.tile",
-                               "matmul", o);
+                               "matmul", o, Stage::GpuIR);
     INFO(c.dt << " " << c.arch << " warps " << c.warps << " stages " << c.stages << " tile " << c.bm
               << "x" << c.bn << "x" << c.bk << (c.unitStrides ? " unit strides" : "")
               << (c.transB ? " B transposed" : ""));

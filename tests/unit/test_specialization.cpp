@@ -51,8 +51,7 @@ CompileResult compileWith(const char *src, const std::string &kernel,
                           std::map<std::string, ArgFact> facts, bool gpu = false) {
   CompileOptions o;
   o.argFacts = std::move(facts);
-  o.lowerToGPU = gpu;
-  return compileSource(src, "spec.tile", kernel, o);
+  return compileSource(src, "spec.tile", kernel, o, gpu ? Stage::GpuIR : Stage::Tile);
 }
 
 size_t count(const std::string &text, const std::string &what) {

@@ -21,11 +21,10 @@ std::string kernelFile(const char *name) {
 // adds the facts that make every copy whole (multiples of 16).
 CompileResult compileMatmul(const char *file, const char *kernel, bool whole, bool warpSpecialize) {
   CompileOptions o;
-  o.arch = "sm_90a";
+  o.target = Target::parse("sm_90a");
   o.numWarps = 8;
   o.numStages = 8;
   o.warpSpecialize = warpSpecialize;
-  o.lowerToGPU = true;
   o.constexprs = {{"BM", int64_t(128)}, {"BN", int64_t(256)}, {"BK", int64_t(32)},
                   {"DT", *parseDType("bf16")}, {"OUT", *parseDType("bf16")}};
   o.argFacts = {{"stride_ak", ArgFact::EqualsOne}, {"stride_bn", ArgFact::EqualsOne},
@@ -33,7 +32,7 @@ CompileResult compileMatmul(const char *file, const char *kernel, bool whole, bo
   if (whole)
     for (const char *n : {"M", "N", "K", "stride_am", "stride_bk", "stride_cm"})
       o.argFacts[n] = ArgFact::DivisibleBy16;
-  return compileFile(kernelFile(file), kernel, o);
+  return compileFile(kernelFile(file), kernel, o, Stage::GpuIR);
 }
 
 bool remarked(const CompileResult &r, const std::string &what) {

@@ -1,0 +1,32 @@
+// The passes of the pipeline, declared in Passes.td. compiler/driver runs
+// them in order; tessera-opt registers them for lit tests.
+#ifndef TESSERA_PASSES_H
+#define TESSERA_PASSES_H
+
+#include "tilegpu/TileGPUDialect.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tessera {
+
+#define GEN_PASS_DECL
+#include "Passes.h.inc"
+
+/// tessera-lower-to-nvvm whose remarks are appended to `remarks` as
+/// "file:line:col: remark: ..." lines (what CompileResult::remarks holds)
+/// instead of being emitted as MLIR remarks.
+std::unique_ptr<mlir::Pass> createTesseraLowerToNVVMWithRemarks(std::vector<std::string> *remarks);
+
+#define GEN_PASS_REGISTRATION
+#include "Passes.h.inc"
+
+} // namespace tessera
+
+#endif

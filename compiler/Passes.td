@@ -1,0 +1,54 @@
+// The passes of Tessera's pipeline (compiler/driver/Pipeline.cpp runs them in
+// this order). Every pass after tessera-set-options reads the compile options
+// from the module's attributes (tessera.target, tessera.num_warps, ...), so a
+// lit test can state them once and run any single pass.
+#ifndef TESSERA_PASSES_TD
+#define TESSERA_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def TesseraSetOptions : Pass<"tessera-set-options", "mlir::ModuleOp"> {
+  let summary = "Record the compile options on the module, as the driver does";
+  let description = [{
+    Writes tessera.target, tessera.num_warps, tessera.num_stages,
+    tessera.warp_specialize and tessera.tma on the module, after validating
+    them as CompileOptions::validate() does. The driver sets the same
+    attributes from its CompileOptions; this pass lets tessera-opt do it.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"sm_90\"",
+           "NVPTX target, e.g. sm_80, sm_90a">,
+    Option<"numWarps", "num-warps", "int", /*default=*/"4", "warps per block">,
+    Option<"numStages", "num-stages", "int", /*default=*/"4",
+           "shared-memory stages of dot loops">,
+    Option<"warpSpecialize", "warp-specialize", "bool", /*default=*/"true",
+           "producer warpgroup for pipelined dot loops (sm_90a)">,
+    Option<"tma", "tma", "bool", /*default=*/"true",
+           "TMA tensor maps for dot operands (sm_90a)">,
+  ];
+}
+
+def TesseraAssignLayouts : Pass<"tessera-assign-layouts", "mlir::ModuleOp"> {
+  let summary = "Give tensor-core dots their mma and dot-operand layouts, with conversions around them";
+  let dependentDialects = ["tessera::tgpu::TileGPUDialect"];
+}
+
+def TesseraRemoveLayoutConversions
+    : Pass<"tessera-remove-layout-conversions", "mlir::ModuleOp"> {
+  let summary = "Remove layout conversions that a cheaper form makes needless";
+  let dependentDialects = ["tessera::tgpu::TileGPUDialect"];
+}
+
+def TesseraLowerToNVVM : Pass<"tessera-lower-to-nvvm", "mlir::ModuleOp"> {
+  let summary = "Lower tile kernels with GPU layouts to per-thread arith/scf/llvm/nvvm code";
+  let description = [{
+    Each tile.kernel function becomes a func.func marked tessera.kernel, with
+    tessera.num_warps (the block's warps, producer warps included),
+    tessera.shared_bytes (dynamic shared memory) and, for TMA loads,
+    tessera.tensor_maps. Layouts that tessera-assign-layouts did not decide
+    are chosen here (blocked); remarks say how each dot loop was lowered.
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect", "mlir::NVVM::NVVMDialect"];
+}
+
+#endif

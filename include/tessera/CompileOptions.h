@@ -1,0 +1,112 @@
+// CompileOptions: the one description of how a kernel is compiled. The CLI,
+// the JIT, the pipeline driver, every pass (through module attributes, see
+// docs/architecture.md), the kernel cache and the autotuner all read this
+// struct; it is validated in one place (validate()) and keyed in one place
+// (cacheFields() / hash()). Free of MLIR and of exceptions.
+#ifndef TESSERA_COMPILEOPTIONS_H
+#define TESSERA_COMPILEOPTIONS_H
+
+#include "tessera/Types.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tessera {
+
+/// An NVPTX target, parsed once from its name: sm_80, sm_90, sm_90a, sm_100f.
+struct Target {
+  /// Compute capability times ten (90 for sm_90a).
+  int sm = 90;
+  /// The `a` suffix: instructions of exactly this capability (sm_90a's wgmma,
+  /// setmaxnreg, TMA as the lowering uses it).
+  bool archSpecific = false;
+  /// The `f` suffix: the family-specific feature set (sm_100f).
+  bool familySpecific = false;
+
+  /// "sm_NN", "sm_NNN", optionally followed by `a` or `f`; nothing otherwise.
+  static std::optional<Target> parse(const std::string &name);
+  /// The name LLVM and ptxas use ("sm_90a").
+  std::string name() const;
+
+  /// cp.async and mma.sync with bf16 (sm_80 and later).
+  bool hasCpAsync() const { return sm >= 80; }
+  /// wgmma, TMA tensor copies and mbarrier transaction counts, as lowered.
+  bool hasWgmma() const { return sm == 90 && archSpecific; }
+
+  bool operator==(const Target &o) const {
+    return sm == o.sm && archSpecific == o.archSpecific && familySpecific == o.familySpecific;
+  }
+  bool operator!=(const Target &o) const { return !(*this == o); }
+};
+
+/// How far the pipeline driver takes a kernel (compileFile, compileSource).
+enum class Stage {
+  Tile,   ///< verified, canonicalized tile IR
+  Layout, ///< tile IR with GPU layouts (tgpu encodings, convert_layout)
+  GpuIR,  ///< per-thread IR over arith/scf/llvm/nvvm
+  LLVMIR, ///< optimized LLVM IR for NVPTX, libdevice linked
+  PTX,    ///< PTX assembly
+};
+/// "tile", "layout", "gpu-ir", "llvm", "ptx".
+const char *stageName(Stage s);
+
+struct CompileOptions {
+  // --- What the kernel is: specialization of the source. ---
+  /// Values for constexpr parameters, overriding the kernels' defaults.
+  std::map<std::string, ConstexprValue> constexprs;
+  /// Facts assumed about integer (i32/i64) runtime parameters, by name
+  /// (specialization, see docs/api.md). EqualsOne replaces the parameter's
+  /// uses by the constant 1; DivisibleBy16 lets the axis analysis treat it as
+  /// a multiple of 16. Parameters stay in the signature either way. A fact on
+  /// a name that no compiled kernel has, or on a non-integer parameter, is an
+  /// error.
+  std::map<std::string, ArgFact> argFacts;
+
+  // --- How it is compiled: the code-generation switches. ---
+  /// The GPU to generate code for. Unset: the context's device in the JIT
+  /// (sm_90a on a Hopper GPU, so that `dot` can use wgmma), sm_90 elsewhere.
+  std::optional<Target> target;
+  /// Warps per program instance on the GPU (a power of two, 1..32).
+  int numWarps = 4;
+  /// Shared-memory stages of the software pipeline for loops that load the
+  /// operands of `dot` (1 = no pipelining, at most 8). An upper bound: fewer
+  /// (down to 3) are used when they do not fit in shared memory.
+  int numStages = 4;
+  /// On sm_90a, let a pipelined dot loop run its copies in a producer
+  /// warpgroup added to the block (warp specialization), with the num_warps
+  /// warps only waiting on mbarriers and issuing wgmma. Used when the loop's
+  /// copies need no element-wise path and nothing before it touches memory;
+  /// the remark says so. false: every warp copies and multiplies.
+  bool warpSpecialize = true;
+  /// Load dot operands of warp-specialized loops with TMA where possible (sm_90a).
+  bool tma = true;
+  /// Run canonicalize + CSE + loop-invariant code motion after IR generation.
+  bool optimize = true;
+
+  // --- Where the source comes from and what comes out (not part of the key). ---
+  /// Directories searched for `from "x.tile" import ...` after the importing
+  /// file's own directory.
+  std::vector<std::string> importPaths;
+  /// Print CompileResult::tileIR with its source locations (`loc(...)`), so
+  /// that a consumer of the text (the interpreter) can name .tile lines.
+  bool debugInfo = false;
+
+  /// The target the compiler uses: `target`, else sm_90.
+  Target resolvedTarget() const { return target.value_or(Target{}); }
+  /// Empty when the options are valid; else one sentence naming the option
+  /// and the value, e.g. "num_warps must be a power of two from 1 to 32, got 3".
+  std::string validate() const;
+  /// Every field that changes generated code, as (name, value) text pairs in a
+  /// fixed order: the code-generation switches, the target, then constexprs
+  /// and argument facts sorted by name. The kernel cache keys on these.
+  std::vector<std::pair<std::string, std::string>> cacheFields() const;
+  /// A digest of cacheFields() (64 hex digits): equal options, equal hash.
+  std::string hash() const;
+};
+
+} // namespace tessera
+
+#endif
