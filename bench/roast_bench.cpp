@@ -6,7 +6,7 @@
 //
 //   roast_bench B K N [B K N ...]
 // Every config is first checked against an fp64 reference at sampled
-// entries, computed from the hash mapping on the CPU (KERNELS.md §1).
+// entries, computed from the hash mapping on the CPU (docs/kernels/roast.md).
 #include "BenchTiming.h"
 #include "tessera/tessera.h"
 
