@@ -7,6 +7,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 #include <algorithm>
 
@@ -99,6 +100,14 @@ int64_t elemBytes(Type t) {
   }
   return 1;
 }
+
+/// Nothing known: runs of length 1, divisible by 1.
+AxisInfo pessimisticInfo(Value v) {
+  AxisInfo a = uniform(v.getType(), 1);
+  for (int64_t &c : a.constancy)
+    c = 1;
+  return a;
+}
 } // namespace
 
 AxisInfoAnalysis::AxisInfoAnalysis(Operation *root) {
@@ -125,12 +134,7 @@ void AxisInfoAnalysis::visitRegionOps(Region &r) {
       visit(&op);
 }
 
-AxisInfo AxisInfoAnalysis::pessimistic(Value v) const {
-  AxisInfo a = uniform(v.getType(), 1);
-  for (int64_t &c : a.constancy)
-    c = 1;
-  return a;
-}
+AxisInfo AxisInfoAnalysis::pessimistic(Value v) const { return pessimisticInfo(v); }
 
 AxisInfo AxisInfoAnalysis::get(Value v) const {
   auto it = infos_.find(v);
@@ -151,242 +155,289 @@ static AxisInfo meet(const AxisInfo &a, const AxisInfo &b) {
   return r;
 }
 
+// ---- transfer functions: the info of an op's result from its operands' ------
+namespace {
+using Analysis = AxisInfoAnalysis;
+
+AxisInfo constantInfo(arith::ConstantOp c) {
+  Type t = c.getType();
+  int64_t div = 1;
+  if (auto ia = dyn_cast<IntegerAttr>(c.getValue()))
+    div = pow2Factor(ia.getInt());
+  else if (auto da = dyn_cast<DenseIntElementsAttr>(c.getValue()); da && da.isSplat())
+    div = pow2Factor(da.getSplatValue<APInt>().getSExtValue());
+  return uniform(t, div);
+}
+
+AxisInfo makeRangeInfo(tile::MakeRangeOp r) {
+  AxisInfo a;
+  a.contiguity = {int64_t(int32_t(r.getEnd())) - int64_t(int32_t(r.getStart()))};
+  a.divisibility = {pow2Factor(int32_t(r.getStart()))};
+  a.constancy = {1};
+  return a;
+}
+
+AxisInfo splatInfo(const Analysis &A, tile::SplatOp s) {
+  AxisInfo src = A.get(s.getSrc());
+  return uniform(s.getType(), src.divisibility.empty() ? 1 : src.divisibility[0]);
+}
+
+AxisInfo hintInfo(const Analysis &A, tile::HintOp h) {
+  AxisInfo a = A.get(h.getSrc());
+  if (auto div = h.getDivisibilityAttr())
+    for (int64_t d = 0; d < a.rank() && d < int64_t(div.size()); ++d)
+      a.divisibility[d] = std::max<int64_t>(a.divisibility[d],
+                                            int64_t(div[d]) * (isa<tile::PtrType>(getElementTypeOrSelf(h.getType())) ? elemBytes(h.getType()) : 1));
+  if (auto con = h.getContiguityAttr())
+    for (int64_t d = 0; d < a.rank() && d < int64_t(con.size()); ++d)
+      a.contiguity[d] = std::max<int64_t>(a.contiguity[d], con[d]);
+  return a;
+}
+
+AxisInfo expandDimsInfo(const Analysis &A, tile::ExpandDimsOp e) {
+  AxisInfo a = A.get(e.getSrc());
+  int64_t ax = e.getAxis();
+  // Along the new unit dimension every element starts its own run, so only
+  // a divisibility that holds for every element carries over. (Computed
+  // over the source's dimensions, before the insertion.)
+  int64_t every = kMax;
+  for (int64_t d = 0; d < a.rank(); ++d)
+    every = std::min(every, a.contiguity[d] > 1 ? int64_t(1) : a.divisibility[d]);
+  bool any = a.rank() > 0;
+  a.contiguity.insert(a.contiguity.begin() + ax, 1);
+  a.divisibility.insert(a.divisibility.begin() + ax, any ? every : 1);
+  a.constancy.insert(a.constancy.begin() + ax, 1);
+  return a;
+}
+
+AxisInfo broadcastInfo(const Analysis &A, tile::BroadcastOp bc) {
+  AxisInfo a = A.get(bc.getSrc());
+  auto src = bc.getSrc().getType().getShape(), dst = bc.getType().getShape();
+  for (size_t d = 0; d < dst.size() && int64_t(d) < a.rank(); ++d)
+    if (src[d] == 1 && dst[d] != 1) {
+      a.contiguity[d] = 1;
+      a.constancy[d] = dst[d];
+    }
+  return a;
+}
+
+AxisInfo addPtrInfo(const Analysis &A, tile::AddPtrOp ap) {
+  AxisInfo p = A.get(ap.getPtr()), o = A.get(ap.getOffset());
+  int64_t eb = elemBytes(ap.getType());
+  AxisInfo r = p;
+  for (int64_t d = 0; d < r.rank(); ++d) {
+    r.contiguity[d] = std::max(std::min(p.contiguity[d], o.constancy[d]),
+                               std::min(o.contiguity[d], p.constancy[d]));
+    r.divisibility[d] = gcd2(p.divisibility[d], mul2(o.divisibility[d], eb));
+    r.constancy[d] = std::min(p.constancy[d], o.constancy[d]);
+  }
+  return r;
+}
+
+/// arith.addi, arith.subi.
+AxisInfo addSubInfo(const Analysis &A, Operation *op) {
+  AxisInfo a = A.get(op->getOperand(0)), b = A.get(op->getOperand(1));
+  bool sub = isa<arith::SubIOp>(op);
+  AxisInfo r = a;
+  for (int64_t d = 0; d < r.rank(); ++d) {
+    r.contiguity[d] = sub ? std::min(a.contiguity[d], b.constancy[d])
+                          : std::max(std::min(a.contiguity[d], b.constancy[d]),
+                                     std::min(b.contiguity[d], a.constancy[d]));
+    r.divisibility[d] = gcd2(a.divisibility[d], b.divisibility[d]);
+    r.constancy[d] = std::min(a.constancy[d], b.constancy[d]);
+  }
+  return r;
+}
+
+/// arith.muli, arith.shli.
+AxisInfo mulShlInfo(const Analysis &A, Operation *op) {
+  AxisInfo a = A.get(op->getOperand(0)), b = A.get(op->getOperand(1));
+  AxisInfo r = a;
+  APInt cst;
+  bool isShl = isa<arith::ShLIOp>(op);
+  bool rhsConst = matchPattern(op->getOperand(1), m_ConstantInt(&cst));
+  for (int64_t d = 0; d < r.rank(); ++d) {
+    bool identity = rhsConst && ((isShl && cst.isZero()) || (!isShl && cst.isOne()));
+    r.contiguity[d] = identity ? a.contiguity[d] : 1;
+    if (identity) {
+      r.divisibility[d] = a.divisibility[d];
+      r.constancy[d] = std::min(a.constancy[d], b.constancy[d]);
+      continue;
+    }
+    // The product's runs have length 1, so every element must be divisible:
+    // inside a run of consecutive values only its first one is.
+    int64_t adiv = a.contiguity[d] > 1 ? 1 : a.divisibility[d];
+    int64_t bdiv = isShl ? (rhsConst ? mul2(1, int64_t(1) << std::min<int64_t>(30, cst.getZExtValue())) : 1)
+                         : (b.contiguity[d] > 1 ? 1 : b.divisibility[d]);
+    r.divisibility[d] = mul2(adiv, bdiv);
+    r.constancy[d] = std::min(a.constancy[d], b.constancy[d]);
+  }
+  return r;
+}
+
+/// arith.divsi, arith.divui, arith.remsi, arith.remui.
+AxisInfo divRemInfo(const Analysis &A, Operation *op) {
+  // By a positive constant c, of a non-negative dividend: a run of
+  // consecutive values whose pieces start at multiples of g (a power of two
+  // dividing both the run's divisibility and c) never crosses a multiple of
+  // c inside a piece, so x / c is constant and x % c consecutive there.
+  AxisInfo a = A.get(op->getOperand(0));
+  AxisInfo r = pessimisticInfo(op->getResult(0));
+  APInt c;
+  bool isDiv = isa<arith::DivSIOp, arith::DivUIOp>(op);
+  bool positiveConst = matchPattern(op->getOperand(1), m_ConstantInt(&c)) &&
+                       c.isStrictlyPositive() && c.getBitWidth() <= 64;
+  int64_t cf = positiveConst ? pow2Factor(int64_t(c.getZExtValue())) : 1;
+  if (positiveConst &&
+      (isa<arith::DivUIOp, arith::RemUIOp>(op) || nonNegative(op->getOperand(0)))) {
+    for (int64_t d = 0; d < r.rank() && d < a.rank(); ++d) {
+      int64_t g = std::min(a.contiguity[d], gcd2(a.divisibility[d], cf));
+      if (isDiv) {
+        r.constancy[d] = std::max(a.constancy[d], g);
+      } else {
+        r.contiguity[d] = std::max<int64_t>(1, g);
+        r.divisibility[d] = g > 1 ? g : (c.isOne() ? kMax : 1);
+        r.constancy[d] = a.constancy[d];
+      }
+    }
+  } else {
+    // Any divisor: constant wherever both operands are.
+    AxisInfo b = A.get(op->getOperand(1));
+    for (int64_t d = 0; d < r.rank() && d < a.rank() && d < b.rank(); ++d)
+      r.constancy[d] = std::min(a.constancy[d], b.constancy[d]);
+  }
+  // x % c = x - q * c, whatever the signs: where every element of x is a
+  // multiple of g, so is x % c for g dividing c (e.g. (pid * 64) % 64).
+  if (!isDiv && positiveConst) {
+    for (int64_t d = 0; d < r.rank() && d < a.rank(); ++d)
+      if (a.contiguity[d] <= 1)
+        r.divisibility[d] = std::max(r.divisibility[d], gcd2(a.divisibility[d], cf));
+  }
+  return r;
+}
+
+/// arith.andi, arith.ori, arith.xori, arith.select.
+AxisInfo bitwiseSelectInfo(const Analysis &A, Operation *op) {
+  // Bitwise ops and selects are constant wherever all their tile operands
+  // are (masks combined with `&`); other properties are not tracked.
+  Value res = op->getResult(0);
+  AxisInfo r = pessimisticInfo(res);
+  auto rt = dyn_cast<RankedTensorType>(res.getType());
+  for (int64_t d = 0; rt && d < r.rank(); ++d) {
+    int64_t c = rt.getDimSize(d);
+    for (Value operand : op->getOperands())
+      if (isa<RankedTensorType>(operand.getType()))
+        c = std::min(c, A.get(operand).constancy[d]);
+    r.constancy[d] = c;
+  }
+  return r;
+}
+
+AxisInfo cmpIInfo(const Analysis &A, arith::CmpIOp cmp) {
+  // An ordered comparison of a run of consecutive values with a value that is
+  // constant over it flips at most once, where the two are equal. When the
+  // run's values and the constant are multiples of g, that point is a
+  // multiple of g, so aligned pieces of g positions compare alike.
+  AxisInfo a = A.get(cmp.getLhs()), b = A.get(cmp.getRhs());
+  AxisInfo r = pessimisticInfo(cmp.getResult());
+  bool ordered = cmp.getPredicate() != arith::CmpIPredicate::eq &&
+                 cmp.getPredicate() != arith::CmpIPredicate::ne;
+  auto pieces = [&](const AxisInfo &run, const AxisInfo &flat, int64_t d) -> int64_t {
+    return std::min({run.contiguity[d], flat.constancy[d], gcd2(run.divisibility[d], flat.divisibility[d])});
+  };
+  for (int64_t d = 0; d < r.rank() && d < a.rank() && d < b.rank(); ++d) {
+    r.constancy[d] = std::min(a.constancy[d], b.constancy[d]);
+    if (ordered)
+      r.constancy[d] = std::max({r.constancy[d], pieces(a, b, d), pieces(b, a, d)});
+  }
+  return r;
+}
+
+/// Other pure integer arithmetic on tiles (min/max, shifts, casts).
+bool isOtherTileArith(Operation *op) {
+  return op->getNumResults() == 1 && op->getNumRegions() == 0 && isa<arith::ArithDialect>(op->getDialect()) &&
+         isa<RankedTensorType>(op->getResult(0).getType());
+}
+
+/// For isOtherTileArith ops: constant wherever all operands are.
+AxisInfo otherTileArithInfo(const Analysis &A, Operation *op) {
+  AxisInfo r = pessimisticInfo(op->getResult(0));
+  auto shape = shapeOf(op->getResult(0).getType());
+  for (int64_t d = 0; d < r.rank(); ++d) {
+    int64_t c = shape[d];
+    for (Value operand : op->getOperands())
+      if (isa<RankedTensorType>(operand.getType()))
+        c = std::min(c, A.get(operand).constancy[d]);
+    r.constancy[d] = c;
+  }
+  return r;
+}
+} // namespace
+
 void AxisInfoAnalysis::visit(Operation *op) {
   auto result = [&](AxisInfo a) { set(op->getResult(0), std::move(a)); };
-  if (auto c = dyn_cast<arith::ConstantOp>(op)) {
-    Type t = c.getType();
-    int64_t div = 1;
-    if (auto ia = dyn_cast<IntegerAttr>(c.getValue()))
-      div = pow2Factor(ia.getInt());
-    else if (auto da = dyn_cast<DenseIntElementsAttr>(c.getValue()); da && da.isSplat())
-      div = pow2Factor(da.getSplatValue<APInt>().getSExtValue());
-    return result(uniform(t, div));
+  const AxisInfoAnalysis &A = *this;
+  llvm::TypeSwitch<Operation *>(op)
+      .Case([&](arith::ConstantOp c) { result(constantInfo(c)); })
+      .Case([&](tile::MakeRangeOp r) { result(makeRangeInfo(r)); })
+      .Case<tile::ProgramIdOp, tile::NumProgramsOp>(
+          [&](Operation *) { result(uniform(op->getResult(0).getType(), 1)); })
+      .Case([&](tile::SplatOp s) { result(splatInfo(A, s)); })
+      .Case([&](tile::HintOp h) { result(hintInfo(A, h)); })
+      .Case([&](tile::ExpandDimsOp e) { result(expandDimsInfo(A, e)); })
+      .Case([&](tile::BroadcastOp b) { result(broadcastInfo(A, b)); })
+      .Case([&](tile::AddPtrOp p) { result(addPtrInfo(A, p)); })
+      .Case<arith::AddIOp, arith::SubIOp>([&](Operation *) { result(addSubInfo(A, op)); })
+      .Case<arith::MulIOp, arith::ShLIOp>([&](Operation *) { result(mulShlInfo(A, op)); })
+      .Case<arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp>(
+          [&](Operation *) { result(divRemInfo(A, op)); })
+      .Case<arith::AndIOp, arith::OrIOp, arith::XOrIOp, arith::SelectOp>(
+          [&](Operation *) { result(bitwiseSelectInfo(A, op)); })
+      .Case([&](arith::CmpIOp c) { result(cmpIInfo(A, c)); })
+      .Case<arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp, arith::IndexCastOp>(
+          [&](Operation *) { result(get(op->getOperand(0))); })
+      .Case([&](scf::ForOp f) { visitFor(f); })
+      .Case([&](scf::IfOp i) { visitIf(i); })
+      .Default([&](Operation *) {
+        if (isOtherTileArith(op))
+          return result(otherTileArithInfo(A, op));
+        // Anything else: visit nested regions, results pessimistic.
+        for (Region &r : op->getRegions())
+          visitRegionOps(r);
+      });
+}
+
+void AxisInfoAnalysis::visitFor(scf::ForOp f) {
+  // One round of fixpoint: analyze the body with the init facts, then meet
+  // with what the body yields and analyze again.
+  auto args = f.getRegionIterArgs();
+  auto inits = f.getInitArgs();
+  // iv = lb + i * step: divisible by what divides both.
+  set(f.getInductionVar(), uniform(f.getInductionVar().getType(),
+                                   gcd2(get(f.getLowerBound()).divisibility.empty()
+                                            ? 1 : get(f.getLowerBound()).divisibility[0],
+                                        get(f.getStep()).divisibility.empty()
+                                            ? 1 : get(f.getStep()).divisibility[0])));
+  for (size_t i = 0; i < args.size(); ++i)
+    set(args[i], get(inits[i]));
+  visitRegionOps(f.getRegion());
+  auto yield = cast<scf::YieldOp>(f.getBody()->getTerminator());
+  for (size_t i = 0; i < args.size(); ++i)
+    set(args[i], meet(get(inits[i]), get(yield.getOperand(i))));
+  visitRegionOps(f.getRegion());
+  for (size_t i = 0; i < args.size(); ++i)
+    set(f.getResult(i), meet(get(args[i]), get(yield.getOperand(i))));
+}
+
+void AxisInfoAnalysis::visitIf(scf::IfOp i) {
+  visitRegionOps(i.getThenRegion());
+  visitRegionOps(i.getElseRegion());
+  if (i.getNumResults() && !i.getElseRegion().empty()) {
+    auto ty = cast<scf::YieldOp>(i.thenBlock()->getTerminator());
+    auto ey = cast<scf::YieldOp>(i.elseBlock()->getTerminator());
+    for (unsigned k = 0; k < i.getNumResults(); ++k)
+      set(i.getResult(k), meet(get(ty.getOperand(k)), get(ey.getOperand(k))));
   }
-  if (auto r = dyn_cast<tile::MakeRangeOp>(op)) {
-    AxisInfo a;
-    a.contiguity = {int64_t(int32_t(r.getEnd())) - int64_t(int32_t(r.getStart()))};
-    a.divisibility = {pow2Factor(int32_t(r.getStart()))};
-    a.constancy = {1};
-    return result(a);
-  }
-  if (isa<tile::ProgramIdOp, tile::NumProgramsOp>(op))
-    return result(uniform(op->getResult(0).getType(), 1));
-  if (auto s = dyn_cast<tile::SplatOp>(op)) {
-    AxisInfo src = get(s.getSrc());
-    return result(uniform(s.getType(), src.divisibility.empty() ? 1 : src.divisibility[0]));
-  }
-  if (auto h = dyn_cast<tile::HintOp>(op)) {
-    AxisInfo a = get(h.getSrc());
-    if (auto div = h.getDivisibilityAttr())
-      for (int64_t d = 0; d < a.rank() && d < int64_t(div.size()); ++d)
-        a.divisibility[d] = std::max<int64_t>(a.divisibility[d],
-                                              int64_t(div[d]) * (isa<tile::PtrType>(getElementTypeOrSelf(h.getType())) ? elemBytes(h.getType()) : 1));
-    if (auto con = h.getContiguityAttr())
-      for (int64_t d = 0; d < a.rank() && d < int64_t(con.size()); ++d)
-        a.contiguity[d] = std::max<int64_t>(a.contiguity[d], con[d]);
-    return result(a);
-  }
-  if (auto e = dyn_cast<tile::ExpandDimsOp>(op)) {
-    AxisInfo a = get(e.getSrc());
-    int64_t ax = e.getAxis();
-    // Along the new unit dimension every element starts its own run, so only
-    // a divisibility that holds for every element carries over. (Computed
-    // over the source's dimensions, before the insertion.)
-    int64_t every = kMax;
-    for (int64_t d = 0; d < a.rank(); ++d)
-      every = std::min(every, a.contiguity[d] > 1 ? int64_t(1) : a.divisibility[d]);
-    bool any = a.rank() > 0;
-    a.contiguity.insert(a.contiguity.begin() + ax, 1);
-    a.divisibility.insert(a.divisibility.begin() + ax, any ? every : 1);
-    a.constancy.insert(a.constancy.begin() + ax, 1);
-    return result(a);
-  }
-  if (auto bc = dyn_cast<tile::BroadcastOp>(op)) {
-    AxisInfo a = get(bc.getSrc());
-    auto src = bc.getSrc().getType().getShape(), dst = bc.getType().getShape();
-    for (size_t d = 0; d < dst.size() && int64_t(d) < a.rank(); ++d)
-      if (src[d] == 1 && dst[d] != 1) {
-        a.contiguity[d] = 1;
-        a.constancy[d] = dst[d];
-      }
-    return result(a);
-  }
-  if (auto ap = dyn_cast<tile::AddPtrOp>(op)) {
-    AxisInfo p = get(ap.getPtr()), o = get(ap.getOffset());
-    int64_t eb = elemBytes(ap.getType());
-    AxisInfo r = p;
-    for (int64_t d = 0; d < r.rank(); ++d) {
-      r.contiguity[d] = std::max(std::min(p.contiguity[d], o.constancy[d]),
-                                 std::min(o.contiguity[d], p.constancy[d]));
-      r.divisibility[d] = gcd2(p.divisibility[d], mul2(o.divisibility[d], eb));
-      r.constancy[d] = std::min(p.constancy[d], o.constancy[d]);
-    }
-    return result(r);
-  }
-  if (isa<arith::AddIOp, arith::SubIOp>(op)) {
-    AxisInfo a = get(op->getOperand(0)), b = get(op->getOperand(1));
-    bool sub = isa<arith::SubIOp>(op);
-    AxisInfo r = a;
-    for (int64_t d = 0; d < r.rank(); ++d) {
-      r.contiguity[d] = sub ? std::min(a.contiguity[d], b.constancy[d])
-                            : std::max(std::min(a.contiguity[d], b.constancy[d]),
-                                       std::min(b.contiguity[d], a.constancy[d]));
-      r.divisibility[d] = gcd2(a.divisibility[d], b.divisibility[d]);
-      r.constancy[d] = std::min(a.constancy[d], b.constancy[d]);
-    }
-    return result(r);
-  }
-  if (isa<arith::MulIOp, arith::ShLIOp>(op)) {
-    AxisInfo a = get(op->getOperand(0)), b = get(op->getOperand(1));
-    AxisInfo r = a;
-    APInt cst;
-    bool isShl = isa<arith::ShLIOp>(op);
-    bool rhsConst = matchPattern(op->getOperand(1), m_ConstantInt(&cst));
-    for (int64_t d = 0; d < r.rank(); ++d) {
-      bool identity = rhsConst && ((isShl && cst.isZero()) || (!isShl && cst.isOne()));
-      r.contiguity[d] = identity ? a.contiguity[d] : 1;
-      if (identity) {
-        r.divisibility[d] = a.divisibility[d];
-        r.constancy[d] = std::min(a.constancy[d], b.constancy[d]);
-        continue;
-      }
-      // The product's runs have length 1, so every element must be divisible:
-      // inside a run of consecutive values only its first one is.
-      int64_t adiv = a.contiguity[d] > 1 ? 1 : a.divisibility[d];
-      int64_t bdiv = isShl ? (rhsConst ? mul2(1, int64_t(1) << std::min<int64_t>(30, cst.getZExtValue())) : 1)
-                           : (b.contiguity[d] > 1 ? 1 : b.divisibility[d]);
-      r.divisibility[d] = mul2(adiv, bdiv);
-      r.constancy[d] = std::min(a.constancy[d], b.constancy[d]);
-    }
-    return result(r);
-  }
-  if (isa<arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp>(op)) {
-    // By a positive constant c, of a non-negative dividend: a run of
-    // consecutive values whose pieces start at multiples of g (a power of two
-    // dividing both the run's divisibility and c) never crosses a multiple of
-    // c inside a piece, so x / c is constant and x % c consecutive there.
-    AxisInfo a = get(op->getOperand(0));
-    AxisInfo r = pessimistic(op->getResult(0));
-    APInt c;
-    bool isDiv = isa<arith::DivSIOp, arith::DivUIOp>(op);
-    bool positiveConst = matchPattern(op->getOperand(1), m_ConstantInt(&c)) &&
-                         c.isStrictlyPositive() && c.getBitWidth() <= 64;
-    int64_t cf = positiveConst ? pow2Factor(int64_t(c.getZExtValue())) : 1;
-    if (positiveConst &&
-        (isa<arith::DivUIOp, arith::RemUIOp>(op) || nonNegative(op->getOperand(0)))) {
-      for (int64_t d = 0; d < r.rank() && d < a.rank(); ++d) {
-        int64_t g = std::min(a.contiguity[d], gcd2(a.divisibility[d], cf));
-        if (isDiv) {
-          r.constancy[d] = std::max(a.constancy[d], g);
-        } else {
-          r.contiguity[d] = std::max<int64_t>(1, g);
-          r.divisibility[d] = g > 1 ? g : (c.isOne() ? kMax : 1);
-          r.constancy[d] = a.constancy[d];
-        }
-      }
-    } else {
-      // Any divisor: constant wherever both operands are.
-      AxisInfo b = get(op->getOperand(1));
-      for (int64_t d = 0; d < r.rank() && d < a.rank() && d < b.rank(); ++d)
-        r.constancy[d] = std::min(a.constancy[d], b.constancy[d]);
-    }
-    // x % c = x - q * c, whatever the signs: where every element of x is a
-    // multiple of g, so is x % c for g dividing c (e.g. (pid * 64) % 64).
-    if (!isDiv && positiveConst) {
-      for (int64_t d = 0; d < r.rank() && d < a.rank(); ++d)
-        if (a.contiguity[d] <= 1)
-          r.divisibility[d] = std::max(r.divisibility[d], gcd2(a.divisibility[d], cf));
-    }
-    return result(r);
-  }
-  if (isa<arith::AndIOp, arith::OrIOp, arith::XOrIOp, arith::SelectOp>(op)) {
-    // Bitwise ops and selects are constant wherever all their tile operands
-    // are (masks combined with `&`); other properties are not tracked.
-    Value res = op->getResult(0);
-    AxisInfo r = pessimistic(res);
-    auto rt = dyn_cast<RankedTensorType>(res.getType());
-    for (int64_t d = 0; rt && d < r.rank(); ++d) {
-      int64_t c = rt.getDimSize(d);
-      for (Value operand : op->getOperands())
-        if (isa<RankedTensorType>(operand.getType()))
-          c = std::min(c, get(operand).constancy[d]);
-      r.constancy[d] = c;
-    }
-    return result(r);
-  }
-  if (auto cmp = dyn_cast<arith::CmpIOp>(op)) {
-    // An ordered comparison of a run of consecutive values with a value that is
-    // constant over it flips at most once, where the two are equal. When the
-    // run's values and the constant are multiples of g, that point is a
-    // multiple of g, so aligned pieces of g positions compare alike.
-    AxisInfo a = get(cmp.getLhs()), b = get(cmp.getRhs());
-    AxisInfo r = pessimistic(cmp.getResult());
-    bool ordered = cmp.getPredicate() != arith::CmpIPredicate::eq &&
-                   cmp.getPredicate() != arith::CmpIPredicate::ne;
-    auto pieces = [&](const AxisInfo &run, const AxisInfo &flat, int64_t d) -> int64_t {
-      return std::min({run.contiguity[d], flat.constancy[d], gcd2(run.divisibility[d], flat.divisibility[d])});
-    };
-    for (int64_t d = 0; d < r.rank() && d < a.rank() && d < b.rank(); ++d) {
-      r.constancy[d] = std::min(a.constancy[d], b.constancy[d]);
-      if (ordered)
-        r.constancy[d] = std::max({r.constancy[d], pieces(a, b, d), pieces(b, a, d)});
-    }
-    return result(r);
-  }
-  if (isa<arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp, arith::IndexCastOp>(op)) {
-    return result(get(op->getOperand(0)));
-  }
-  if (auto f = dyn_cast<scf::ForOp>(op)) {
-    // One round of fixpoint: analyze the body with the init facts, then meet
-    // with what the body yields and analyze again.
-    auto args = f.getRegionIterArgs();
-    auto inits = f.getInitArgs();
-    // iv = lb + i * step: divisible by what divides both.
-    set(f.getInductionVar(), uniform(f.getInductionVar().getType(),
-                                     gcd2(get(f.getLowerBound()).divisibility.empty()
-                                              ? 1 : get(f.getLowerBound()).divisibility[0],
-                                          get(f.getStep()).divisibility.empty()
-                                              ? 1 : get(f.getStep()).divisibility[0])));
-    for (size_t i = 0; i < args.size(); ++i)
-      set(args[i], get(inits[i]));
-    visitRegionOps(f.getRegion());
-    auto yield = cast<scf::YieldOp>(f.getBody()->getTerminator());
-    for (size_t i = 0; i < args.size(); ++i)
-      set(args[i], meet(get(inits[i]), get(yield.getOperand(i))));
-    visitRegionOps(f.getRegion());
-    for (size_t i = 0; i < args.size(); ++i)
-      set(f.getResult(i), meet(get(args[i]), get(yield.getOperand(i))));
-    return;
-  }
-  if (auto i = dyn_cast<scf::IfOp>(op)) {
-    visitRegionOps(i.getThenRegion());
-    visitRegionOps(i.getElseRegion());
-    if (i.getNumResults() && !i.getElseRegion().empty()) {
-      auto ty = cast<scf::YieldOp>(i.thenBlock()->getTerminator());
-      auto ey = cast<scf::YieldOp>(i.elseBlock()->getTerminator());
-      for (unsigned k = 0; k < i.getNumResults(); ++k)
-        set(i.getResult(k), meet(get(ty.getOperand(k)), get(ey.getOperand(k))));
-    }
-    return;
-  }
-  // Other pure integer arithmetic on tiles (min/max, shifts, casts): constant
-  // wherever all operands are.
-  if (op->getNumResults() == 1 && op->getNumRegions() == 0 && isa<arith::ArithDialect>(op->getDialect()) &&
-      isa<RankedTensorType>(op->getResult(0).getType())) {
-    AxisInfo r = pessimistic(op->getResult(0));
-    auto shape = shapeOf(op->getResult(0).getType());
-    for (int64_t d = 0; d < r.rank(); ++d) {
-      int64_t c = shape[d];
-      for (Value operand : op->getOperands())
-        if (isa<RankedTensorType>(operand.getType()))
-          c = std::min(c, get(operand).constancy[d]);
-      r.constancy[d] = c;
-    }
-    return result(r);
-  }
-  // Anything else: visit nested regions, results pessimistic.
-  for (Region &r : op->getRegions())
-    visitRegionOps(r);
 }
 
 } // namespace tessera::lowering

@@ -11,6 +11,11 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
 
+namespace mlir::scf {
+class ForOp;
+class IfOp;
+} // namespace mlir::scf
+
 namespace tessera::lowering {
 
 struct AxisInfo {
@@ -39,7 +44,10 @@ public:
   static constexpr const char *kArgDivisibilityAttr = "tile.divisibility";
 
 private:
+  /// Dispatches on the op to its transfer function (AxisInfo.cpp).
   void visit(mlir::Operation *op);
+  void visitFor(mlir::scf::ForOp f);
+  void visitIf(mlir::scf::IfOp i);
   void visitRegionOps(mlir::Region &r);
   void set(mlir::Value v, AxisInfo info);
   AxisInfo pessimistic(mlir::Value v) const;

@@ -20,10 +20,12 @@
 #include "mlir/Parser/Parser.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 
 using namespace mlir;
 
@@ -370,6 +372,31 @@ private:
   bool decodeOp(Operation &op, Block &out);
   bool decodeConstant(arith::ConstantOp op);
   bool decodeReduce(tile::ReduceOp op, Block &out);
+
+  // The pieces of decodeOp. `ins` comes with its location set; `rf` holds the
+  // facts of the op's result where it has one.
+  bool unsupported(Operation *op);
+  bool defineResult(Operation *op, Instr &ins) { return define(op->getResult(0), &ins.dst); }
+  bool alias(Operation *op, Value src, Value res);
+  bool decodeElementwise(Operation *op, interp::Op code, Instr &ins, Block &out);
+  std::optional<bool> decodeElementwiseOp(Operation &op, Instr &ins, Block &out);
+  std::optional<bool> decodeAliasOp(Operation &op);
+  bool decodeProgramId(tile::ProgramIdOp p, Instr &ins, Block &out);
+  bool decodeNumPrograms(tile::NumProgramsOp p, Instr &ins, Block &out);
+  bool decodeMakeRange(tile::MakeRangeOp m, Instr &ins, const TypeFacts &rf, Block &out);
+  bool decodeSplat(tile::SplatOp s, Instr &ins, const TypeFacts &rf, Block &out);
+  bool decodeBroadcast(tile::BroadcastOp b, Instr &ins, const TypeFacts &rf, Block &out);
+  bool decodeTrans(tile::TransOp t, Instr &ins, const TypeFacts &rf, Block &out);
+  bool decodeAddPtr(tile::AddPtrOp a, Instr &ins, const TypeFacts &rf, Block &out);
+  bool decodeLoad(tile::LoadOp l, Instr &ins, const TypeFacts &rf, Block &out);
+  bool decodeStore(tile::StoreOp s, Instr &ins, Block &out);
+  bool decodeAtomicRMW(tile::AtomicRMWOp r, Instr &ins, const TypeFacts &rf, Block &out);
+  bool decodeAtomicCAS(tile::AtomicCASOp c, Instr &ins, const TypeFacts &rf, Block &out);
+  bool decodeDot(tile::DotOp d, Instr &ins, const TypeFacts &rf, Block &out);
+  bool decodePrint(tile::PrintOp p, Instr &ins, Block &out);
+  bool decodeFor(scf::ForOp f, Instr &ins, Block &out);
+  bool decodeWhile(scf::WhileOp w, Instr &ins, Block &out);
+  bool decodeIf(scf::IfOp i, Instr &ins, Block &out);
 };
 
 bool Decoder::decodeBlock(mlir::Block &b, Block &out, Operation **terminator) {
@@ -505,6 +532,368 @@ bool Decoder::decodeReduce(tile::ReduceOp op, Block &out) {
   return finish(ins, op, out);
 }
 
+bool Decoder::unsupported(Operation *op) {
+  return fail(op, "does not support '" + op->getName().getStringRef().str() + "'" +
+                      (region ? " inside a reduce combiner" : ""));
+}
+
+// Elementwise ops: every operand and the result have the same shape.
+bool Decoder::decodeElementwise(Operation *op, interp::Op code, Instr &ins, Block &out) {
+  TypeFacts rf;
+  if (op->getNumResults() != 1 || !facts(op->getResult(0).getType(), rf))
+    return unsupported(op);
+  ins.op = code;
+  ins.kind = rf.kind;
+  ins.n = region ? -1 : rf.n;
+  int32_t *slots[] = {&ins.a, &ins.b, &ins.c, &ins.d};
+  if (op->getNumOperands() > 4)
+    return unsupported(op);
+  for (unsigned i = 0; i < op->getNumOperands(); ++i)
+    *slots[i] = get(op->getOperand(i));
+  if (op->getNumOperands() > 0) {
+    TypeFacts of;
+    if (!facts(op->getOperand(0).getType(), of))
+      return unsupported(op);
+    ins.kind2 = of.kind;
+  }
+  if (!define(op->getResult(0), &ins.dst))
+    return unsupported(op);
+  return finish(ins, op, out);
+}
+
+// The elementwise ops (the only ones allowed in a reduce combiner); nullopt
+// for any other op.
+std::optional<bool> Decoder::decodeElementwiseOp(Operation &op, Instr &ins, Block &out) {
+  llvm::StringRef name = op.getName().getStringRef();
+  if (auto it = simpleOps().find(name); it != simpleOps().end())
+    return decodeElementwise(&op, it->second, ins, out);
+  if (auto it = mathUnary().find(name); it != mathUnary().end()) {
+    ins.unary = it->second;
+    return decodeElementwise(&op, interp::Op::MathUnary, ins, out);
+  }
+  if (auto it = mathBinary().find(name); it != mathBinary().end()) {
+    ins.binary = it->second;
+    return decodeElementwise(&op, interp::Op::MathBinary, ins, out);
+  }
+  if (auto c = dyn_cast<arith::CmpIOp>(op)) {
+    ins.pred = int32_t(c.getPredicate());
+    return decodeElementwise(&op, interp::Op::CmpI, ins, out);
+  }
+  if (auto c = dyn_cast<arith::CmpFOp>(op)) {
+    ins.pred = int32_t(c.getPredicate());
+    return decodeElementwise(&op, interp::Op::CmpF, ins, out);
+  }
+  if (auto s = dyn_cast<arith::SelectOp>(op)) {
+    // Operands: a = condition, b = true value, c = false value.
+    ins.flag = !isa<ShapedType>(s.getCondition().getType()) && isa<ShapedType>(s.getType());
+    return decodeElementwise(&op, interp::Op::Select, ins, out);
+  }
+  if (auto t = dyn_cast<arith::TruncFOp>(op)) {
+    if (auto rm = t.getRoundingmodeAttr())
+      if (rm.getValue() != arith::RoundingMode::to_nearest_even)
+        return fail(&op, "supports only round-to-nearest-even truncf");
+    return decodeElementwise(&op, interp::Op::FloatCast, ins, out);
+  }
+  return std::nullopt;
+}
+
+// Ops whose result shares its operand's storage.
+bool Decoder::alias(Operation *op, Value src, Value res) {
+  TypeFacts f;
+  if (!facts(res.getType(), f))
+    return unsupported(op);
+  slotOf[res] = aliasSlot(get(src), f.kind, region ? std::max<int64_t>(f.n, 1) * region->capacity : f.n);
+  return true;
+}
+
+// The tile ops that only reinterpret their operand's storage; nullopt for others.
+std::optional<bool> Decoder::decodeAliasOp(Operation &op) {
+  if (auto b = dyn_cast<tile::BitcastOp>(op))
+    return alias(&op, b.getSrc(), b.getResult());
+  if (auto p = dyn_cast<tile::PtrToIntOp>(op))
+    return alias(&op, p.getSrc(), p.getResult());
+  if (auto r = dyn_cast<tile::ReshapeOp>(op))
+    return alias(&op, r.getSrc(), r.getResult());
+  if (auto x = dyn_cast<tile::ExpandDimsOp>(op))
+    return alias(&op, x.getSrc(), x.getResult());
+  if (auto h = dyn_cast<tile::HintOp>(op))
+    return alias(&op, h.getSrc(), h.getResult());
+  return std::nullopt;
+}
+
+bool Decoder::decodeProgramId(tile::ProgramIdOp p, Instr &ins, Block &out) {
+  ins.op = interp::Op::ProgramId;
+  ins.pred = int32_t(p.getAxis());
+  return defineResult(p, ins) && finish(ins, p, out);
+}
+
+bool Decoder::decodeNumPrograms(tile::NumProgramsOp p, Instr &ins, Block &out) {
+  ins.op = interp::Op::NumPrograms;
+  ins.pred = int32_t(p.getAxis());
+  return defineResult(p, ins) && finish(ins, p, out);
+}
+
+bool Decoder::decodeMakeRange(tile::MakeRangeOp m, Instr &ins, const TypeFacts &rf, Block &out) {
+  ins.op = interp::Op::MakeRange;
+  ins.aux = {int64_t(int32_t(m.getStart()))};
+  ins.n = rf.n;
+  return defineResult(m, ins) && finish(ins, m, out);
+}
+
+bool Decoder::decodeSplat(tile::SplatOp s, Instr &ins, const TypeFacts &rf, Block &out) {
+  ins.op = interp::Op::Splat;
+  ins.kind = rf.kind;
+  ins.n = rf.n;
+  ins.a = get(s.getSrc());
+  return defineResult(s, ins) && finish(ins, s, out);
+}
+
+bool Decoder::decodeBroadcast(tile::BroadcastOp b, Instr &ins, const TypeFacts &rf, Block &out) {
+  auto src = b.getSrc().getType();
+  if (src == b.getType())
+    return alias(b, b.getSrc(), b.getResult());
+  ins.op = interp::Op::Broadcast;
+  ins.kind = rf.kind;
+  ins.n = rf.n;
+  ins.a = get(b.getSrc());
+  ins.shape = rf.shape;
+  int64_t stride = 1;
+  ins.aux.assign(rf.shape.size(), 0);
+  for (size_t i = rf.shape.size(); i-- > 0;) {
+    int64_t sd = src.getDimSize(int64_t(i));
+    ins.aux[i] = (sd == 1 && rf.shape[i] != 1) ? 0 : stride;
+    stride *= sd;
+  }
+  return defineResult(b, ins) && finish(ins, b, out);
+}
+
+bool Decoder::decodeTrans(tile::TransOp t, Instr &ins, const TypeFacts &rf, Block &out) {
+  auto src = t.getSrc().getType();
+  ins.op = interp::Op::Trans;
+  ins.kind = rf.kind;
+  ins.n = rf.n;
+  ins.a = get(t.getSrc());
+  ins.shape = rf.shape;
+  std::vector<int64_t> sstride(size_t(src.getRank()));
+  int64_t stride = 1;
+  for (int64_t i = src.getRank(); i-- > 0;) {
+    sstride[size_t(i)] = stride;
+    stride *= src.getDimSize(i);
+  }
+  for (int32_t d : t.getOrder())
+    ins.aux.push_back(sstride[size_t(d)]);
+  return defineResult(t, ins) && finish(ins, t, out);
+}
+
+bool Decoder::decodeAddPtr(tile::AddPtrOp a, Instr &ins, const TypeFacts &rf, Block &out) {
+  TypeFacts of;
+  if (!facts(a.getOffset().getType(), of))
+    return unsupported(a);
+  ins.op = interp::Op::AddPtr;
+  ins.kind = EK::Ptr;
+  ins.kind2 = of.kind;
+  ins.n = rf.n;
+  ins.elemBytes = rf.pointeeBytes;
+  ins.a = get(a.getPtr());
+  ins.b = get(a.getOffset());
+  return defineResult(a, ins) && finish(ins, a, out);
+}
+
+bool Decoder::decodeLoad(tile::LoadOp l, Instr &ins, const TypeFacts &rf, Block &out) {
+  TypeFacts pf;
+  if (!facts(l.getPtr().getType(), pf))
+    return unsupported(l);
+  ins.op = interp::Op::Load;
+  ins.kind = rf.kind;
+  ins.n = rf.n;
+  ins.elemBytes = pf.pointeeBytes;
+  ins.shape = pf.shape;
+  ins.a = get(l.getPtr());
+  ins.b = l.getMask() ? get(l.getMask()) : -1;
+  ins.c = l.getOther() ? get(l.getOther()) : -1;
+  return defineResult(l, ins) && finish(ins, l, out);
+}
+
+bool Decoder::decodeStore(tile::StoreOp s, Instr &ins, Block &out) {
+  TypeFacts pf;
+  if (!facts(s.getPtr().getType(), pf))
+    return unsupported(s);
+  ins.op = interp::Op::Store;
+  ins.kind = pf.pointee;
+  ins.n = pf.n;
+  ins.elemBytes = pf.pointeeBytes;
+  ins.shape = pf.shape;
+  ins.a = get(s.getPtr());
+  ins.b = get(s.getValue());
+  ins.c = s.getMask() ? get(s.getMask()) : -1;
+  return finish(ins, s, out);
+}
+
+bool Decoder::decodeAtomicRMW(tile::AtomicRMWOp r, Instr &ins, const TypeFacts &rf, Block &out) {
+  TypeFacts pf;
+  if (!facts(r.getPtr().getType(), pf))
+    return unsupported(r);
+  ins.op = interp::Op::AtomicRMW;
+  ins.kind = rf.kind;
+  ins.n = rf.n;
+  ins.elemBytes = pf.pointeeBytes;
+  ins.shape = pf.shape;
+  switch (r.getKind()) {
+  case tile::RMWKind::add: ins.pred = int32_t(RMW::Add); break;
+  case tile::RMWKind::max: ins.pred = int32_t(RMW::Max); break;
+  case tile::RMWKind::min: ins.pred = int32_t(RMW::Min); break;
+  case tile::RMWKind::and_: ins.pred = int32_t(RMW::And); break;
+  case tile::RMWKind::or_: ins.pred = int32_t(RMW::Or); break;
+  case tile::RMWKind::xor_: ins.pred = int32_t(RMW::Xor); break;
+  case tile::RMWKind::xchg: ins.pred = int32_t(RMW::Xchg); break;
+  }
+  ins.a = get(r.getPtr());
+  ins.b = get(r.getValue());
+  ins.c = r.getMask() ? get(r.getMask()) : -1;
+  return defineResult(r, ins) && finish(ins, r, out);
+}
+
+bool Decoder::decodeAtomicCAS(tile::AtomicCASOp c, Instr &ins, const TypeFacts &rf, Block &out) {
+  TypeFacts pf;
+  if (!facts(c.getPtr().getType(), pf))
+    return unsupported(c);
+  ins.op = interp::Op::AtomicCAS;
+  ins.kind = rf.kind;
+  ins.n = rf.n;
+  ins.elemBytes = pf.pointeeBytes;
+  ins.shape = pf.shape;
+  ins.a = get(c.getPtr());
+  ins.b = get(c.getCmp());
+  ins.c = get(c.getValue());
+  return defineResult(c, ins) && finish(ins, c, out);
+}
+
+bool Decoder::decodeDot(tile::DotOp d, Instr &ins, const TypeFacts &rf, Block &out) {
+  auto at = d.getA().getType(), bt = d.getB().getType();
+  TypeFacts af;
+  if (!facts(at, af))
+    return unsupported(d);
+  ins.op = interp::Op::Dot;
+  ins.kind = rf.kind;
+  ins.kind2 = af.kind;
+  ins.n = rf.n;
+  ins.aux = {at.getDimSize(0), at.getDimSize(1), bt.getDimSize(1)};
+  ins.flag = d.getInputPrecision() == tile::InputPrecision::tf32;
+  ins.a = get(d.getA());
+  ins.b = get(d.getB());
+  ins.c = get(d.getAcc());
+  return defineResult(d, ins) && finish(ins, d, out);
+}
+
+bool Decoder::decodePrint(tile::PrintOp p, Instr &ins, Block &out) {
+  ins.op = interp::Op::Print;
+  ins.text = p.getPrefix().str();
+  for (Value v : p.getArgs()) {
+    TypeFacts f;
+    if (!facts(v.getType(), f))
+      return unsupported(p);
+    ins.ins.push_back(get(v));
+    ins.aux.push_back(f.isTile ? int64_t(f.shape.size()) : -1);
+    ins.shape.insert(ins.shape.end(), f.shape.begin(), f.shape.end());
+  }
+  return finish(ins, p, out);
+}
+
+bool Decoder::decodeFor(scf::ForOp f, Instr &ins, Block &out) {
+  TypeFacts ivf;
+  if (!facts(f.getInductionVar().getType(), ivf) || !ekIsInt(ivf.kind))
+    return unsupported(f);
+  ins.op = interp::Op::For;
+  ins.kind2 = ivf.kind;
+  ins.flag = f.getUnsignedCmp();
+  ins.a = get(f.getLowerBound());
+  ins.b = get(f.getUpperBound());
+  ins.c = get(f.getStep());
+  ins.blocks.emplace_back();
+  Block &body = ins.blocks.back();
+  mlir::Block &mb = *f.getBody();
+  for (BlockArgument a : mb.getArguments()) {
+    int32_t s;
+    if (!define(a, &s))
+      return fail(f, "does not support the loop-carried type " + typeStr(a.getType()));
+    body.args.push_back(s);
+  }
+  std::vector<int32_t> iters(body.args.begin() + 1, body.args.end());
+  ins.copies.push_back(copyGroup(f.getInitArgs(), iters));
+  Operation *term = nullptr;
+  if (!decodeBlock(mb, body, &term))
+    return false;
+  ins.copies.push_back(copyGroup(cast<scf::YieldOp>(term).getOperands(), iters));
+  for (size_t i = 0; i < f.getNumResults(); ++i) {
+    const SlotInfo &si = P.slots[size_t(iters[i])];
+    slotOf[f.getResult(unsigned(i))] = aliasSlot(iters[i], si.kind, si.n);
+  }
+  return finish(ins, f, out);
+}
+
+bool Decoder::decodeWhile(scf::WhileOp w, Instr &ins, Block &out) {
+  ins.op = interp::Op::While;
+  ins.blocks.resize(2);
+  mlir::Block &before = w.getBefore().front(), &after = w.getAfter().front();
+  for (BlockArgument a : before.getArguments()) {
+    int32_t s;
+    if (!define(a, &s))
+      return fail(w, "does not support the loop-carried type " + typeStr(a.getType()));
+    ins.blocks[0].args.push_back(s);
+  }
+  ins.copies.push_back(copyGroup(w.getInits(), ins.blocks[0].args));
+  Operation *term = nullptr;
+  if (!decodeBlock(before, ins.blocks[0], &term))
+    return false;
+  auto cond = cast<scf::ConditionOp>(term);
+  ins.a = get(cond.getCondition());
+  for (BlockArgument a : after.getArguments()) {
+    int32_t s;
+    if (!define(a, &s))
+      return fail(w, "does not support the loop-carried type " + typeStr(a.getType()));
+    ins.blocks[1].args.push_back(s);
+  }
+  ins.copies.push_back(copyGroup(cond.getArgs(), ins.blocks[1].args));
+  Operation *yterm = nullptr;
+  if (!decodeBlock(after, ins.blocks[1], &yterm))
+    return false;
+  ins.copies.push_back(copyGroup(cast<scf::YieldOp>(yterm).getOperands(), ins.blocks[0].args));
+  for (size_t i = 0; i < w.getNumResults(); ++i) {
+    int32_t s = ins.blocks[1].args[i];
+    const SlotInfo &si = P.slots[size_t(s)];
+    slotOf[w.getResult(unsigned(i))] = aliasSlot(s, si.kind, si.n);
+  }
+  return finish(ins, w, out);
+}
+
+bool Decoder::decodeIf(scf::IfOp i, Instr &ins, Block &out) {
+  ins.op = interp::Op::If;
+  ins.a = get(i.getCondition());
+  std::vector<int32_t> results;
+  for (Value r : i.getResults()) {
+    int32_t s;
+    if (!define(r, &s))
+      return fail(i, "does not support the type " + typeStr(r.getType()));
+    results.push_back(s);
+  }
+  ins.blocks.resize(2);
+  for (unsigned k = 0; k < 2; ++k) {
+    mlir::Region &reg = k == 0 ? i.getThenRegion() : i.getElseRegion();
+    if (reg.empty()) {
+      ins.copies.emplace_back();
+      continue;
+    }
+    Operation *term = nullptr;
+    if (!decodeBlock(reg.front(), ins.blocks[k], &term))
+      return false;
+    if (auto y = dyn_cast_or_null<scf::YieldOp>(term))
+      ins.copies.push_back(copyGroup(y.getOperands(), results));
+    else
+      ins.copies.emplace_back();
+  }
+  return finish(ins, i, out);
+}
+
 bool Decoder::decodeOp(Operation &op, Block &out) {
   Instr ins;
   ins.loc = loc(op.getLoc());
@@ -516,360 +905,43 @@ bool Decoder::decodeOp(Operation &op, Block &out) {
       return fail(&op, "cannot use an operand of '" + name.str() + "'" +
                            (region ? " (a combiner may only capture scalars)" : ""));
 
-  auto unsupported = [&]() {
-    return fail(&op, "does not support '" + name.str() + "'" +
-                         (region ? " inside a reduce combiner" : ""));
-  };
-
   if (auto c = dyn_cast<arith::ConstantOp>(op))
     return decodeConstant(c);
-
-  // Elementwise ops: every operand and the result have the same shape.
-  auto elementwise = [&](interp::Op code) -> bool {
-    TypeFacts rf;
-    if (op.getNumResults() != 1 || !facts(op.getResult(0).getType(), rf))
-      return unsupported();
-    ins.op = code;
-    ins.kind = rf.kind;
-    ins.n = region ? -1 : rf.n;
-    int32_t *slots[] = {&ins.a, &ins.b, &ins.c, &ins.d};
-    if (op.getNumOperands() > 4)
-      return unsupported();
-    for (unsigned i = 0; i < op.getNumOperands(); ++i)
-      *slots[i] = get(op.getOperand(i));
-    if (op.getNumOperands() > 0) {
-      TypeFacts of;
-      if (!facts(op.getOperand(0).getType(), of))
-        return unsupported();
-      ins.kind2 = of.kind;
-    }
-    if (!define(op.getResult(0), &ins.dst))
-      return unsupported();
-    return finish(ins, &op, out);
-  };
-
-  if (auto it = simpleOps().find(name); it != simpleOps().end())
-    return elementwise(it->second);
-  if (auto it = mathUnary().find(name); it != mathUnary().end()) {
-    ins.unary = it->second;
-    return elementwise(interp::Op::MathUnary);
-  }
-  if (auto it = mathBinary().find(name); it != mathBinary().end()) {
-    ins.binary = it->second;
-    return elementwise(interp::Op::MathBinary);
-  }
-  if (auto c = dyn_cast<arith::CmpIOp>(op)) {
-    ins.pred = int32_t(c.getPredicate());
-    return elementwise(interp::Op::CmpI);
-  }
-  if (auto c = dyn_cast<arith::CmpFOp>(op)) {
-    ins.pred = int32_t(c.getPredicate());
-    return elementwise(interp::Op::CmpF);
-  }
-  if (auto s = dyn_cast<arith::SelectOp>(op)) {
-    // Operands: a = condition, b = true value, c = false value.
-    ins.flag = !isa<ShapedType>(s.getCondition().getType()) && isa<ShapedType>(s.getType());
-    return elementwise(interp::Op::Select);
-  }
-  if (auto t = dyn_cast<arith::TruncFOp>(op)) {
-    if (auto rm = t.getRoundingmodeAttr())
-      if (rm.getValue() != arith::RoundingMode::to_nearest_even)
-        return fail(&op, "supports only round-to-nearest-even truncf");
-    return elementwise(interp::Op::FloatCast);
-  }
-
-  // Ops whose result shares its operand's storage.
-  auto alias = [&](Value src, Value res) -> bool {
-    TypeFacts f;
-    if (!facts(res.getType(), f))
-      return unsupported();
-    slotOf[res] = aliasSlot(get(src), f.kind, region ? std::max<int64_t>(f.n, 1) * region->capacity : f.n);
-    return true;
-  };
+  if (std::optional<bool> done = decodeElementwiseOp(op, ins, out))
+    return *done;
   if (auto b = dyn_cast<arith::BitcastOp>(op))
-    return alias(b.getIn(), b.getResult());
+    return alias(&op, b.getIn(), b.getResult());
 
   if (region)
-    return unsupported(); // only elementwise ops in a combiner
+    return unsupported(&op); // only elementwise ops in a combiner
 
-  if (auto b = dyn_cast<tile::BitcastOp>(op))
-    return alias(b.getSrc(), b.getResult());
-  if (auto p = dyn_cast<tile::PtrToIntOp>(op))
-    return alias(p.getSrc(), p.getResult());
-  if (auto r = dyn_cast<tile::ReshapeOp>(op))
-    return alias(r.getSrc(), r.getResult());
-  if (auto x = dyn_cast<tile::ExpandDimsOp>(op))
-    return alias(x.getSrc(), x.getResult());
-  if (auto h = dyn_cast<tile::HintOp>(op))
-    return alias(h.getSrc(), h.getResult());
+  if (std::optional<bool> done = decodeAliasOp(op))
+    return *done;
 
   TypeFacts rf;
   if (op.getNumResults() == 1 && !facts(op.getResult(0).getType(), rf))
     return fail(&op, "does not support the type " + typeStr(op.getResult(0).getType()));
-  auto defineResult = [&]() { return define(op.getResult(0), &ins.dst); };
 
-  if (auto p = dyn_cast<tile::ProgramIdOp>(op)) {
-    ins.op = interp::Op::ProgramId;
-    ins.pred = int32_t(p.getAxis());
-    return defineResult() && finish(ins, &op, out);
-  }
-  if (auto p = dyn_cast<tile::NumProgramsOp>(op)) {
-    ins.op = interp::Op::NumPrograms;
-    ins.pred = int32_t(p.getAxis());
-    return defineResult() && finish(ins, &op, out);
-  }
-  if (auto m = dyn_cast<tile::MakeRangeOp>(op)) {
-    ins.op = interp::Op::MakeRange;
-    ins.aux = {int64_t(int32_t(m.getStart()))};
-    ins.n = rf.n;
-    return defineResult() && finish(ins, &op, out);
-  }
-  if (auto s = dyn_cast<tile::SplatOp>(op)) {
-    ins.op = interp::Op::Splat;
-    ins.kind = rf.kind;
-    ins.n = rf.n;
-    ins.a = get(s.getSrc());
-    return defineResult() && finish(ins, &op, out);
-  }
-  if (auto b = dyn_cast<tile::BroadcastOp>(op)) {
-    auto src = b.getSrc().getType();
-    if (src == b.getType())
-      return alias(b.getSrc(), b.getResult());
-    ins.op = interp::Op::Broadcast;
-    ins.kind = rf.kind;
-    ins.n = rf.n;
-    ins.a = get(b.getSrc());
-    ins.shape = rf.shape;
-    int64_t stride = 1;
-    ins.aux.assign(rf.shape.size(), 0);
-    for (size_t i = rf.shape.size(); i-- > 0;) {
-      int64_t sd = src.getDimSize(int64_t(i));
-      ins.aux[i] = (sd == 1 && rf.shape[i] != 1) ? 0 : stride;
-      stride *= sd;
-    }
-    return defineResult() && finish(ins, &op, out);
-  }
-  if (auto t = dyn_cast<tile::TransOp>(op)) {
-    auto src = t.getSrc().getType();
-    ins.op = interp::Op::Trans;
-    ins.kind = rf.kind;
-    ins.n = rf.n;
-    ins.a = get(t.getSrc());
-    ins.shape = rf.shape;
-    std::vector<int64_t> sstride(size_t(src.getRank()));
-    int64_t stride = 1;
-    for (int64_t i = src.getRank(); i-- > 0;) {
-      sstride[size_t(i)] = stride;
-      stride *= src.getDimSize(i);
-    }
-    for (int32_t d : t.getOrder())
-      ins.aux.push_back(sstride[size_t(d)]);
-    return defineResult() && finish(ins, &op, out);
-  }
-  if (auto a = dyn_cast<tile::AddPtrOp>(op)) {
-    TypeFacts of;
-    if (!facts(a.getOffset().getType(), of))
-      return unsupported();
-    ins.op = interp::Op::AddPtr;
-    ins.kind = EK::Ptr;
-    ins.kind2 = of.kind;
-    ins.n = rf.n;
-    ins.elemBytes = rf.pointeeBytes;
-    ins.a = get(a.getPtr());
-    ins.b = get(a.getOffset());
-    return defineResult() && finish(ins, &op, out);
-  }
-  if (auto l = dyn_cast<tile::LoadOp>(op)) {
-    TypeFacts pf;
-    if (!facts(l.getPtr().getType(), pf))
-      return unsupported();
-    ins.op = interp::Op::Load;
-    ins.kind = rf.kind;
-    ins.n = rf.n;
-    ins.elemBytes = pf.pointeeBytes;
-    ins.shape = pf.shape;
-    ins.a = get(l.getPtr());
-    ins.b = l.getMask() ? get(l.getMask()) : -1;
-    ins.c = l.getOther() ? get(l.getOther()) : -1;
-    return defineResult() && finish(ins, &op, out);
-  }
-  if (auto s = dyn_cast<tile::StoreOp>(op)) {
-    TypeFacts pf;
-    if (!facts(s.getPtr().getType(), pf))
-      return unsupported();
-    ins.op = interp::Op::Store;
-    ins.kind = pf.pointee;
-    ins.n = pf.n;
-    ins.elemBytes = pf.pointeeBytes;
-    ins.shape = pf.shape;
-    ins.a = get(s.getPtr());
-    ins.b = get(s.getValue());
-    ins.c = s.getMask() ? get(s.getMask()) : -1;
-    return finish(ins, &op, out);
-  }
-  if (auto r = dyn_cast<tile::AtomicRMWOp>(op)) {
-    TypeFacts pf;
-    if (!facts(r.getPtr().getType(), pf))
-      return unsupported();
-    ins.op = interp::Op::AtomicRMW;
-    ins.kind = rf.kind;
-    ins.n = rf.n;
-    ins.elemBytes = pf.pointeeBytes;
-    ins.shape = pf.shape;
-    switch (r.getKind()) {
-    case tile::RMWKind::add: ins.pred = int32_t(RMW::Add); break;
-    case tile::RMWKind::max: ins.pred = int32_t(RMW::Max); break;
-    case tile::RMWKind::min: ins.pred = int32_t(RMW::Min); break;
-    case tile::RMWKind::and_: ins.pred = int32_t(RMW::And); break;
-    case tile::RMWKind::or_: ins.pred = int32_t(RMW::Or); break;
-    case tile::RMWKind::xor_: ins.pred = int32_t(RMW::Xor); break;
-    case tile::RMWKind::xchg: ins.pred = int32_t(RMW::Xchg); break;
-    }
-    ins.a = get(r.getPtr());
-    ins.b = get(r.getValue());
-    ins.c = r.getMask() ? get(r.getMask()) : -1;
-    return defineResult() && finish(ins, &op, out);
-  }
-  if (auto c = dyn_cast<tile::AtomicCASOp>(op)) {
-    TypeFacts pf;
-    if (!facts(c.getPtr().getType(), pf))
-      return unsupported();
-    ins.op = interp::Op::AtomicCAS;
-    ins.kind = rf.kind;
-    ins.n = rf.n;
-    ins.elemBytes = pf.pointeeBytes;
-    ins.shape = pf.shape;
-    ins.a = get(c.getPtr());
-    ins.b = get(c.getCmp());
-    ins.c = get(c.getValue());
-    return defineResult() && finish(ins, &op, out);
-  }
-  if (auto d = dyn_cast<tile::DotOp>(op)) {
-    auto at = d.getA().getType(), bt = d.getB().getType();
-    TypeFacts af;
-    if (!facts(at, af))
-      return unsupported();
-    ins.op = interp::Op::Dot;
-    ins.kind = rf.kind;
-    ins.kind2 = af.kind;
-    ins.n = rf.n;
-    ins.aux = {at.getDimSize(0), at.getDimSize(1), bt.getDimSize(1)};
-    ins.flag = d.getInputPrecision() == tile::InputPrecision::tf32;
-    ins.a = get(d.getA());
-    ins.b = get(d.getB());
-    ins.c = get(d.getAcc());
-    return defineResult() && finish(ins, &op, out);
-  }
-  if (auto r = dyn_cast<tile::ReduceOp>(op))
-    return decodeReduce(r, out);
-  if (auto p = dyn_cast<tile::PrintOp>(op)) {
-    ins.op = interp::Op::Print;
-    ins.text = p.getPrefix().str();
-    for (Value v : p.getArgs()) {
-      TypeFacts f;
-      if (!facts(v.getType(), f))
-        return unsupported();
-      ins.ins.push_back(get(v));
-      ins.aux.push_back(f.isTile ? int64_t(f.shape.size()) : -1);
-      ins.shape.insert(ins.shape.end(), f.shape.begin(), f.shape.end());
-    }
-    return finish(ins, &op, out);
-  }
-
-  // Structured control flow.
-  if (auto f = dyn_cast<scf::ForOp>(op)) {
-    TypeFacts ivf;
-    if (!facts(f.getInductionVar().getType(), ivf) || !ekIsInt(ivf.kind))
-      return unsupported();
-    ins.op = interp::Op::For;
-    ins.kind2 = ivf.kind;
-    ins.flag = f.getUnsignedCmp();
-    ins.a = get(f.getLowerBound());
-    ins.b = get(f.getUpperBound());
-    ins.c = get(f.getStep());
-    ins.blocks.emplace_back();
-    Block &body = ins.blocks.back();
-    mlir::Block &mb = *f.getBody();
-    for (BlockArgument a : mb.getArguments()) {
-      int32_t s;
-      if (!define(a, &s))
-        return fail(&op, "does not support the loop-carried type " + typeStr(a.getType()));
-      body.args.push_back(s);
-    }
-    std::vector<int32_t> iters(body.args.begin() + 1, body.args.end());
-    ins.copies.push_back(copyGroup(f.getInitArgs(), iters));
-    Operation *term = nullptr;
-    if (!decodeBlock(mb, body, &term))
-      return false;
-    ins.copies.push_back(copyGroup(cast<scf::YieldOp>(term).getOperands(), iters));
-    for (size_t i = 0; i < f.getNumResults(); ++i) {
-      const SlotInfo &si = P.slots[size_t(iters[i])];
-      slotOf[f.getResult(unsigned(i))] = aliasSlot(iters[i], si.kind, si.n);
-    }
-    return finish(ins, &op, out);
-  }
-  if (auto w = dyn_cast<scf::WhileOp>(op)) {
-    ins.op = interp::Op::While;
-    ins.blocks.resize(2);
-    mlir::Block &before = w.getBefore().front(), &after = w.getAfter().front();
-    for (BlockArgument a : before.getArguments()) {
-      int32_t s;
-      if (!define(a, &s))
-        return fail(&op, "does not support the loop-carried type " + typeStr(a.getType()));
-      ins.blocks[0].args.push_back(s);
-    }
-    ins.copies.push_back(copyGroup(w.getInits(), ins.blocks[0].args));
-    Operation *term = nullptr;
-    if (!decodeBlock(before, ins.blocks[0], &term))
-      return false;
-    auto cond = cast<scf::ConditionOp>(term);
-    ins.a = get(cond.getCondition());
-    for (BlockArgument a : after.getArguments()) {
-      int32_t s;
-      if (!define(a, &s))
-        return fail(&op, "does not support the loop-carried type " + typeStr(a.getType()));
-      ins.blocks[1].args.push_back(s);
-    }
-    ins.copies.push_back(copyGroup(cond.getArgs(), ins.blocks[1].args));
-    Operation *yterm = nullptr;
-    if (!decodeBlock(after, ins.blocks[1], &yterm))
-      return false;
-    ins.copies.push_back(copyGroup(cast<scf::YieldOp>(yterm).getOperands(), ins.blocks[0].args));
-    for (size_t i = 0; i < w.getNumResults(); ++i) {
-      int32_t s = ins.blocks[1].args[i];
-      const SlotInfo &si = P.slots[size_t(s)];
-      slotOf[w.getResult(unsigned(i))] = aliasSlot(s, si.kind, si.n);
-    }
-    return finish(ins, &op, out);
-  }
-  if (auto i = dyn_cast<scf::IfOp>(op)) {
-    ins.op = interp::Op::If;
-    ins.a = get(i.getCondition());
-    std::vector<int32_t> results;
-    for (Value r : i.getResults()) {
-      int32_t s;
-      if (!define(r, &s))
-        return fail(&op, "does not support the type " + typeStr(r.getType()));
-      results.push_back(s);
-    }
-    ins.blocks.resize(2);
-    for (unsigned k = 0; k < 2; ++k) {
-      mlir::Region &reg = k == 0 ? i.getThenRegion() : i.getElseRegion();
-      if (reg.empty()) {
-        ins.copies.emplace_back();
-        continue;
-      }
-      Operation *term = nullptr;
-      if (!decodeBlock(reg.front(), ins.blocks[k], &term))
-        return false;
-      if (auto y = dyn_cast_or_null<scf::YieldOp>(term))
-        ins.copies.push_back(copyGroup(y.getOperands(), results));
-      else
-        ins.copies.emplace_back();
-    }
-    return finish(ins, &op, out);
-  }
-  return unsupported();
+  return llvm::TypeSwitch<Operation *, bool>(&op)
+      .Case([&](tile::ProgramIdOp p) { return decodeProgramId(p, ins, out); })
+      .Case([&](tile::NumProgramsOp p) { return decodeNumPrograms(p, ins, out); })
+      .Case([&](tile::MakeRangeOp m) { return decodeMakeRange(m, ins, rf, out); })
+      .Case([&](tile::SplatOp s) { return decodeSplat(s, ins, rf, out); })
+      .Case([&](tile::BroadcastOp b) { return decodeBroadcast(b, ins, rf, out); })
+      .Case([&](tile::TransOp t) { return decodeTrans(t, ins, rf, out); })
+      .Case([&](tile::AddPtrOp a) { return decodeAddPtr(a, ins, rf, out); })
+      .Case([&](tile::LoadOp l) { return decodeLoad(l, ins, rf, out); })
+      .Case([&](tile::StoreOp s) { return decodeStore(s, ins, out); })
+      .Case([&](tile::AtomicRMWOp r) { return decodeAtomicRMW(r, ins, rf, out); })
+      .Case([&](tile::AtomicCASOp c) { return decodeAtomicCAS(c, ins, rf, out); })
+      .Case([&](tile::DotOp d) { return decodeDot(d, ins, rf, out); })
+      .Case([&](tile::ReduceOp r) { return decodeReduce(r, out); })
+      .Case([&](tile::PrintOp p) { return decodePrint(p, ins, out); })
+      // Structured control flow.
+      .Case([&](scf::ForOp f) { return decodeFor(f, ins, out); })
+      .Case([&](scf::WhileOp w) { return decodeWhile(w, ins, out); })
+      .Case([&](scf::IfOp i) { return decodeIf(i, ins, out); })
+      .Default([&](Operation *) { return unsupported(&op); });
 }
 
 bool Decoder::decodeKernel(func::FuncOp fn) {

@@ -1,0 +1,137 @@
+// One call of a builtin function: its name and arguments, the argument checks
+// that the builtins share, and one handler per builtin or family of builtins.
+// IRGen::callBuiltin (Builtins.cpp) looks the name up in a table of handlers
+// and runs the one it finds; the handlers live in builtins/*.cpp:
+//   Shape.cpp      program_id, num_programs, arange, zeros, full, zeros_like,
+//                  broadcast_to, reshape, trans, expand_dims
+//   Memory.cpp     load, store, atomic_*
+//   DotReduce.cpp  dot, sum, max, min, argmax, argmin
+//   Math.cpp       exp ... ceil, abs, fma, where, maximum, minimum, cdiv
+//   Misc.cpp       multiple_of, max_contiguous, cast, bitcast, float, int,
+//                  static_assert, device_print
+// A handler returns the call's value, or SemValue::invalid() after reporting
+// a diagnostic. It uses only IRGen's public interface for the builtins.
+#ifndef TESSERA_FRONTEND_BUILTINS_BUILTINCALL_H
+#define TESSERA_FRONTEND_BUILTINS_BUILTINCALL_H
+
+#include "IRGen.h"
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tessera::fe::builtins {
+
+using Arg = IRGen::Arg;
+using Kws = std::vector<std::pair<std::string, Arg>>;
+
+struct Signature {
+  std::vector<const char *> params;
+  size_t required;
+  bool variadic = false; // extra positional arguments allowed (device_print)
+};
+
+inline bool isNone(const Arg &a) { return !a.present || a.value.kind == SemValue::None; }
+
+inline bool isIntegerValue(const SemValue &v) {
+  return v.kind == SemValue::Int || v.kind == SemValue::Bool ||
+         (v.isRuntime() && !v.type.elem.isPointer() && !isFloat(v.type.elem.scalar));
+}
+
+class BuiltinCall {
+public:
+  using Handler = SemValue (BuiltinCall::*)();
+
+  BuiltinCall(IRGen &g, const std::string &name, const Expr &call, std::vector<Arg> &args,
+              Kws &kws)
+      : g(g), name(name), call(call), args(args), kws(kws), L(call.loc), ml(g.loc(L)),
+        fn(name.c_str()), b_(g.builder()), ctx_(*g.builder().getContext()) {}
+
+  /// The handler of builtin `name`, or null if there is none.
+  static Handler handlerFor(const std::string &name);
+
+  // ---- the handlers -------------------------------------------------------
+  // Shape.cpp
+  SemValue onProgramId(); // program_id, num_programs
+  SemValue onArange();
+  SemValue onZerosOrFull(); // zeros, full
+  SemValue onZerosLike();
+  SemValue onBroadcastTo();
+  SemValue onReshape();
+  SemValue onTrans();
+  SemValue onExpandDims();
+  // Memory.cpp
+  SemValue onLoad();
+  SemValue onStore();
+  SemValue onAtomicRMW(); // atomic_add, _max, _min, _and, _or, _xor, _xchg
+  SemValue onAtomicCAS();
+  // DotReduce.cpp
+  SemValue onDot();
+  SemValue onMaxMin(); // Python's max/min of two constants, else a reduction
+  SemValue onPythonMaxMin();
+  SemValue onReduce(); // sum, max, min, argmax, argmin
+  // Math.cpp
+  SemValue onUnaryMath(); // exp, exp2, log, log2, sqrt, rsqrt, sin, cos, tanh, erf, floor, ceil, abs
+  SemValue onFma();
+  SemValue onWhere();
+  SemValue onMaximumMinimum(); // maximum, minimum
+  SemValue onCdiv();
+  // Misc.cpp
+  SemValue onHint(); // multiple_of, max_contiguous
+  SemValue onCast(); // cast, bitcast
+  SemValue onFloatInt(); // float, int
+  SemValue onStaticAssert();
+  SemValue onDevicePrint();
+
+private:
+  IRGen &g;
+  const std::string &name;
+  const Expr &call;
+  std::vector<Arg> &args; // as written
+  Kws &kws;
+  std::vector<Arg> a; // bound to the signature by bind()
+  Loc L;
+  mlir::Location ml;
+  const char *fn;
+  mlir::OpBuilder &b_;
+  mlir::MLIRContext &ctx_;
+
+  // ---- checks shared by the builtins (Builtins.cpp) -------------------------
+  /// Binds `args` and `kws` to `sig.params` in `a`; reports errors Python-style.
+  bool bind(Signature sig);
+  bool requireRuntime(const Arg &x, const char *what);
+  bool requireTile(const Arg &x);
+  std::optional<int64_t> axisArg(const Arg &x, size_t rank);
+  bool pointerArg(const Arg &x);
+  bool maskArg(const Arg &x, SemValue &out);
+  bool broadcastAll(std::vector<SemValue *> vals);
+
+  // ---- IRGen's interface for the builtins ----------------------------------
+  SemValue fail(Loc l, const std::string &msg) { return g.fail(l, msg); }
+  mlir::Type toMlir(DType d) { return g.toMlir(d); }
+  mlir::Type toMlir(const TileType &t) { return g.toMlir(t); }
+  SemValue materialize(const SemValue &v, Loc l) { return g.materialize(v, l); }
+  SemValue castTo(const SemValue &v, DType to, Loc l) { return g.castTo(v, to, l); }
+  SemValue broadcastTo(const SemValue &v, const std::vector<int64_t> &shape, Loc l) {
+    return g.broadcastTo(v, shape, l);
+  }
+  std::optional<std::vector<int64_t>> broadcastShapes(const std::vector<int64_t> &x,
+                                                      const std::vector<int64_t> &y, Loc l) {
+    return g.broadcastShapes(x, y, l);
+  }
+  SemValue binary(BinOp op, const SemValue &lhs, const SemValue &rhs, Loc l) {
+    return g.binary(op, lhs, rhs, l);
+  }
+  bool unify(SemValue &x, SemValue &y, Loc l, const char *what) { return g.unify(x, y, l, what); }
+  bool checkTileShape(const std::vector<int64_t> &shape, Loc l) { return g.checkTileShape(shape, l); }
+  std::optional<std::vector<int64_t>> shapeArg(const Arg &x, const char *f) { return g.shapeArg(x, f); }
+  std::optional<int64_t> intArg(const Arg &x, const char *f, const char *what) {
+    return g.intArg(x, f, what);
+  }
+  std::optional<DType> dtypeArg(const Arg &x, const char *f) { return g.dtypeArg(x, f); }
+};
+
+} // namespace tessera::fe::builtins
+
+#endif

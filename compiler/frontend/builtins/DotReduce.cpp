@@ -1,0 +1,230 @@
+// The dot and reduction builtins: one handler per builtin or family of builtins
+// (BuiltinCall.h), dispatched by IRGen::callBuiltin (Builtins.cpp).
+#include "BuiltinCall.h"
+
+#include "tile/TileDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+using namespace mlir;
+namespace tile = tessera::tile;
+
+namespace tessera::fe::builtins {
+
+SemValue BuiltinCall::onDot() {
+  if (!bind({{"a", "b", "acc", "input_precision"}, 2}))
+    return SemValue::invalid();
+  for (int k = 0; k < 2; ++k)
+    if (!a[k].value.isTile() || a[k].value.type.shape.size() != 2)
+      return fail(a[k].loc, std::string("dot() operand ") + (k ? "b" : "a") +
+                                " must be a 2-D tile, got " + a[k].value.describe());
+  SemValue x = a[0].value, y = a[1].value;
+  auto &xs = x.type.shape, &ys = y.type.shape;
+  if (xs[1] != ys[0])
+    return fail(L, "dot() inner dimensions differ: a is " + std::to_string(xs[0]) + "x" +
+                       std::to_string(xs[1]) + ", b is " + std::to_string(ys[0]) + "x" +
+                       std::to_string(ys[1]));
+  for (int64_t d : {xs[0], xs[1], ys[1]})
+    if (d < 16)
+      return fail(L, "dot() needs every dimension to be at least 16, got a " +
+                         std::to_string(xs[0]) + "x" + std::to_string(xs[1]) + " by " +
+                         std::to_string(ys[0]) + "x" + std::to_string(ys[1]) + " product");
+  DType ea = x.type.elem, eb = y.type.elem;
+  if (ea != eb)
+    return fail(L, "dot() operands must have the same element type, got " + ea.str() +
+                       " and " + eb.str() + "; convert one with .to()");
+  DType accT;
+  switch (ea.isPointer() ? ScalarType::i1 : ea.scalar) {
+  case ScalarType::f32: case ScalarType::f16: case ScalarType::bf16:
+    accT = DType{ScalarType::f32, 0}; break;
+  case ScalarType::f64: accT = DType{ScalarType::f64, 0}; break;
+  case ScalarType::i8: accT = DType{ScalarType::i32, 0}; break;
+  default:
+    return fail(L, "dot() supports f32, f16, bf16, f64 and i8 operands, got " + ea.str());
+  }
+  SemValue acc;
+  if (isNone(a[2])) {
+    acc = broadcastTo(castTo(SemValue::ofInt(0), accT, L), {xs[0], ys[1]}, L);
+  } else {
+    acc = a[2].value;
+    if (!acc.isTile() || acc.type.shape != std::vector<int64_t>{xs[0], ys[1]})
+      return fail(a[2].loc, "dot() accumulator must be a " + std::to_string(xs[0]) + "x" +
+                                std::to_string(ys[1]) + " tile, got " + acc.describe());
+    bool okAcc = acc.type.elem == accT ||
+                 (ea.scalar == ScalarType::f16 && acc.type.elem == DType{ScalarType::f16, 0});
+    if (!okAcc)
+      return fail(a[2].loc, "dot() of " + ea.str() + " operands accumulates in " + accT.str() +
+                                ", got an accumulator of " + acc.type.elem.str());
+  }
+  if (!acc.ok())
+    return acc;
+  tile::InputPrecision prec = tile::InputPrecision::tf32;
+  if (a[3].present) {
+    if (a[3].value.kind != SemValue::Str ||
+        (a[3].value.s != "tf32" && a[3].value.s != "ieee"))
+      return fail(a[3].loc, "dot() input_precision must be \"tf32\" or \"ieee\"");
+    if (a[3].value.s == "ieee")
+      prec = tile::InputPrecision::ieee;
+  }
+  auto op = tile::DotOp::create(b_, ml, acc.value.getType(), x.value, y.value, acc.value,
+                                tile::InputPrecisionAttr::get(&ctx_, prec));
+  return SemValue::ofRuntime(op.getResult(), acc.type);
+}
+
+// max and min: Python's max(a, b) on two compile-time numbers, else a reduction.
+SemValue BuiltinCall::onMaxMin() {
+  bool minmaxPython = (name == "max" || name == "min") && args.size() >= 2 &&
+                      !args[0].value.isRuntime() && !args[1].value.isRuntime();
+  if (minmaxPython)
+    return onPythonMaxMin();
+  return onReduce();
+}
+
+// max(a, b) on compile-time numbers
+SemValue BuiltinCall::onPythonMaxMin() {
+  if (!bind({{"a", "b"}, 2}))
+    return SemValue::invalid();
+  SemValue lt = binary(BinOp::Lt, a[0].value, a[1].value, L);
+  if (!lt.ok())
+    return lt;
+  bool pickB = name == "max" ? lt.b : !lt.b;
+  return pickB ? a[1].value : a[0].value;
+}
+
+// sum, max, min, argmax, argmin
+SemValue BuiltinCall::onReduce() {
+  bool isArg = name == "argmax" || name == "argmin";
+  if (!bind({{"x", "axis", "keep_dims"}, isArg ? size_t(2) : size_t(1)}) || !requireTile(a[0]))
+    return SemValue::invalid();
+  SemValue x = a[0].value;
+  if (x.type.elem.isPointer())
+    return fail(a[0].loc, name + "() cannot reduce pointers");
+  bool keep = false;
+  if (a[2].present) {
+    if (a[2].value.kind != SemValue::Bool)
+      return fail(a[2].loc, name + "() keep_dims must be True or False");
+    keep = a[2].value.b;
+  }
+  std::vector<int64_t> origShape = x.type.shape;
+  int64_t axis;
+  bool all = isNone(a[1]);
+  if (all) {
+    int64_t n = 1;
+    for (int64_t d : origShape)
+      n *= d;
+    if (origShape.size() != 1) {
+      TileType flat{x.type.elem, {n}};
+      x = SemValue::ofRuntime(tile::ReshapeOp::create(b_, ml, toMlir(flat), x.value), flat);
+    }
+    axis = 0;
+  } else {
+    auto ax = axisArg(a[1], origShape.size());
+    if (!ax)
+      return SemValue::invalid();
+    axis = *ax;
+  }
+  DType et = x.type.elem;
+  bool fp = isFloat(et.scalar), uns = isUnsigned(et.scalar);
+  if (name == "sum") { // small types accumulate in 32 bits, as users expect
+    DType acc = et;
+    if (!fp && scalarTypeBits(et.scalar) < 32)
+      acc = DType{ScalarType::i32, 0};
+    else if (fp && scalarTypeBits(et.scalar) < 32)
+      acc = DType{ScalarType::f32, 0};
+    x = castTo(x, acc, L);
+    if (!x.ok())
+      return x;
+    et = acc;
+    fp = isFloat(et.scalar);
+    uns = false;
+  }
+  std::vector<int64_t> rshape = x.type.shape;
+  rshape.erase(rshape.begin() + axis);
+  Type elemTy = toMlir(et);
+  std::vector<Value> srcs{x.value};
+  std::vector<Type> resTys{rshape.empty() ? elemTy : Type(RankedTensorType::get(rshape, elemTy))};
+  TileType idxT{{ScalarType::i32, 0}, x.type.shape};
+  if (isArg) {
+    int64_t n = x.type.shape[size_t(axis)];
+    TileType r{{ScalarType::i32, 0}, {n}};
+    SemValue range = SemValue::ofRuntime(
+        tile::MakeRangeOp::create(b_, ml, toMlir(r), 0, int32_t(n)), r);
+    // Put the range along `axis`, then broadcast to the full shape.
+    std::vector<int64_t> shp(x.type.shape.size(), 1);
+    shp[size_t(axis)] = n;
+    if (shp.size() > 1) {
+      TileType rs{{ScalarType::i32, 0}, shp};
+      range = SemValue::ofRuntime(tile::ReshapeOp::create(b_, ml, toMlir(rs), range.value), rs);
+    }
+    range = broadcastTo(range, x.type.shape, L);
+    if (!range.ok())
+      return range;
+    srcs.push_back(range.value);
+    resTys.push_back(rshape.empty() ? Type(b_.getI32Type())
+                                    : Type(RankedTensorType::get(rshape, b_.getI32Type())));
+  }
+  auto red = tile::ReduceOp::create(b_, ml, resTys, srcs, int32_t(axis));
+  mlir::Block *body = new mlir::Block();
+  red.getCombine().push_back(body);
+  std::vector<Type> argTys;
+  for (int k = 0; k < 2; ++k) {
+    argTys.push_back(elemTy);
+    if (isArg)
+      argTys.push_back(b_.getI32Type());
+  }
+  for (Type t : argTys)
+    body->addArgument(t, ml);
+  {
+    OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPointToStart(body);
+    std::vector<Value> outs;
+    if (!isArg) {
+      Value l = body->getArgument(0), r = body->getArgument(1), v;
+      if (name == "sum")
+        v = fp ? Value(arith::AddFOp::create(b_, ml, l, r)) : Value(arith::AddIOp::create(b_, ml, l, r));
+      else if (name == "max")
+        v = fp ? Value(arith::MaxNumFOp::create(b_, ml, l, r))
+               : uns ? Value(arith::MaxUIOp::create(b_, ml, l, r)) : Value(arith::MaxSIOp::create(b_, ml, l, r));
+      else
+        v = fp ? Value(arith::MinNumFOp::create(b_, ml, l, r))
+               : uns ? Value(arith::MinUIOp::create(b_, ml, l, r)) : Value(arith::MinSIOp::create(b_, ml, l, r));
+      outs.push_back(v);
+    } else {
+      // (value, index) pairs: keep the better value; ties go to the smaller index.
+      Value lv = body->getArgument(0), li = body->getArgument(1);
+      Value rv = body->getArgument(2), ri = body->getArgument(3);
+      bool mx = name == "argmax";
+      Value better, equal;
+      if (fp) {
+        better = arith::CmpFOp::create(b_, ml, mx ? arith::CmpFPredicate::OGT : arith::CmpFPredicate::OLT, lv, rv);
+        equal = arith::CmpFOp::create(b_, ml, arith::CmpFPredicate::OEQ, lv, rv);
+      } else {
+        auto pred = mx ? (uns ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::sgt)
+                       : (uns ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt);
+        better = arith::CmpIOp::create(b_, ml, pred, lv, rv);
+        equal = arith::CmpIOp::create(b_, ml, arith::CmpIPredicate::eq, lv, rv);
+      }
+      Value lower = arith::CmpIOp::create(b_, ml, arith::CmpIPredicate::slt, li, ri);
+      Value tie = arith::AndIOp::create(b_, ml, equal, lower);
+      Value takeL = arith::OrIOp::create(b_, ml, better, tie);
+      outs.push_back(arith::SelectOp::create(b_, ml, takeL, lv, rv));
+      outs.push_back(arith::SelectOp::create(b_, ml, takeL, li, ri));
+    }
+    tile::ReduceReturnOp::create(b_, ml, outs);
+  }
+  SemValue result = SemValue::ofRuntime(red.getResult(isArg ? 1 : 0),
+                                        TileType{isArg ? DType{ScalarType::i32, 0} : et, rshape});
+  if (keep) {
+    std::vector<int64_t> kshape = all ? std::vector<int64_t>(origShape.size(), 1) : origShape;
+    if (!all)
+      kshape[size_t(axis)] = 1;
+    TileType kt{result.type.elem, kshape};
+    Value v = result.type.isTile()
+                  ? Value(tile::ReshapeOp::create(b_, ml, toMlir(kt), result.value))
+                  : Value(tile::SplatOp::create(b_, ml, toMlir(kt), result.value));
+    result = SemValue::ofRuntime(v, kt);
+  }
+  return result;
+}
+
+} // namespace tessera::fe::builtins

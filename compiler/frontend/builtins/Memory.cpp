@@ -1,0 +1,115 @@
+// The memory builtins (loads, stores, atomics): one handler per builtin or
+// family of builtins (BuiltinCall.h), dispatched by IRGen::callBuiltin
+// (Builtins.cpp).
+#include "BuiltinCall.h"
+
+#include "tile/TileDialect.h"
+
+using namespace mlir;
+namespace tile = tessera::tile;
+
+namespace tessera::fe::builtins {
+
+SemValue BuiltinCall::onLoad() {
+  if (!bind({{"ptr", "mask", "other", "volatile"}, 1}) || !pointerArg(a[0]))
+    return SemValue::invalid();
+  SemValue ptr = a[0].value, mask, other;
+  std::vector<SemValue *> vals{&ptr};
+  if (!isNone(a[1])) {
+    if (!maskArg(a[1], mask))
+      return SemValue::invalid();
+    vals.push_back(&mask);
+  }
+  if (!isNone(a[2])) {
+    if (isNone(a[1]))
+      return fail(a[2].loc, "load() 'other' needs a 'mask' (it fills the masked-off lanes)");
+    other = castTo(a[2].value, ptr.type.elem.pointee(), a[2].loc);
+    if (!other.ok())
+      return other;
+    vals.push_back(&other);
+  }
+  bool isVolatile = false;
+  if (a[3].present) {
+    if (a[3].value.kind != SemValue::Bool)
+      return fail(a[3].loc, "load() 'volatile' must be True or False");
+    isVolatile = a[3].value.b;
+  }
+  if (!broadcastAll(vals))
+    return SemValue::invalid();
+  TileType t{ptr.type.elem.pointee(), ptr.type.shape};
+  auto op = tile::LoadOp::create(b_, ml, toMlir(t), ptr.value, mask.ok() ? mask.value : Value(),
+                                 other.ok() ? other.value : Value(), isVolatile);
+  return SemValue::ofRuntime(op.getResult(), t);
+}
+
+SemValue BuiltinCall::onStore() {
+  if (!bind({{"ptr", "value", "mask"}, 2}) || !pointerArg(a[0]))
+    return SemValue::invalid();
+  SemValue ptr = a[0].value, mask;
+  SemValue value = castTo(a[1].value, ptr.type.elem.pointee(), a[1].loc);
+  if (!value.ok())
+    return value;
+  std::vector<SemValue *> vals{&ptr, &value};
+  if (!isNone(a[2])) {
+    if (!maskArg(a[2], mask))
+      return SemValue::invalid();
+    vals.push_back(&mask);
+  }
+  if (!broadcastAll(vals))
+    return SemValue::invalid();
+  tile::StoreOp::create(b_, ml, ptr.value, value.value, mask.ok() ? mask.value : Value());
+  return SemValue::none();
+}
+
+// atomic_add, atomic_max, atomic_min, atomic_and, atomic_or, atomic_xor, atomic_xchg
+SemValue BuiltinCall::onAtomicRMW() {
+  if (!bind({{"ptr", "val", "mask"}, 2}) || !pointerArg(a[0]))
+    return SemValue::invalid();
+  std::string k = name.substr(7);
+  tile::RMWKind kind = k == "add" ? tile::RMWKind::add
+                       : k == "max" ? tile::RMWKind::max
+                       : k == "min" ? tile::RMWKind::min
+                       : k == "and" ? tile::RMWKind::and_
+                       : k == "or"  ? tile::RMWKind::or_
+                       : k == "xor" ? tile::RMWKind::xor_
+                                    : tile::RMWKind::xchg;
+  SemValue ptr = a[0].value, mask;
+  DType elem = ptr.type.elem.pointee();
+  if (elem.isPointer() || scalarTypeBits(elem.scalar) < 16)
+    return fail(a[0].loc, name + "() on " + elem.str() +
+                              " elements is not supported; atomics need 16-, 32- or 64-bit numbers");
+  bool bitwise = k == "and" || k == "or" || k == "xor";
+  if (bitwise && isFloat(elem.scalar))
+    return fail(a[0].loc, name + "() needs integer elements, got " + elem.str());
+  SemValue value = castTo(a[1].value, elem, a[1].loc);
+  if (!value.ok())
+    return value;
+  std::vector<SemValue *> vals{&ptr, &value};
+  if (!isNone(a[2])) {
+    if (!maskArg(a[2], mask))
+      return SemValue::invalid();
+    vals.push_back(&mask);
+  }
+  if (!broadcastAll(vals))
+    return SemValue::invalid();
+  auto op = tile::AtomicRMWOp::create(b_, ml, value.value.getType(), kind, ptr.value,
+                                      value.value, mask.ok() ? mask.value : Value());
+  return SemValue::ofRuntime(op.getResult(), value.type);
+}
+
+SemValue BuiltinCall::onAtomicCAS() {
+  if (!bind({{"ptr", "cmp", "val"}, 3}) || !pointerArg(a[0]))
+    return SemValue::invalid();
+  SemValue ptr = a[0].value;
+  DType elem = ptr.type.elem.pointee();
+  if (elem.isPointer() || scalarTypeBits(elem.scalar) < 32)
+    return fail(a[0].loc, "atomic_cas() needs 32- or 64-bit elements, got " + elem.str());
+  SemValue cmp = castTo(a[1].value, elem, a[1].loc);
+  SemValue val = cmp.ok() ? castTo(a[2].value, elem, a[2].loc) : cmp;
+  if (!val.ok() || !broadcastAll({&ptr, &cmp, &val}))
+    return SemValue::invalid();
+  auto op = tile::AtomicCASOp::create(b_, ml, val.value.getType(), ptr.value, cmp.value, val.value);
+  return SemValue::ofRuntime(op.getResult(), val.type);
+}
+
+} // namespace tessera::fe::builtins
