@@ -150,10 +150,9 @@ int cmdCompile(int argc, char **argv) {
       std::cerr << line << "\n";
   if (!r.ok) {
     // Code generation errors (not the source's) name the step that failed.
-    std::cerr << (stage >= Stage::LLVMIR && r.diagnostics.find("generation for") == 0
-                      ? "tessera: error: "
-                      : "")
-              << r.diagnostics;
+    const std::string &d = r.diagnostics;
+    bool backEnd = d.rfind("PTX generation for", 0) == 0 || d.rfind("LLVM IR generation for", 0) == 0;
+    std::cerr << (backEnd ? "tessera: error: " : "") << d;
     return kInputError;
   }
   std::string result = stage == Stage::Tile     ? r.tileIR
