@@ -3,7 +3,8 @@
 # builds into build/, then runs the requested job.
 #
 #   ./setup.sh main    build, then compile every kernel in kernels_dsl/ and run
-#                      the basics (on the GPU if there is one, else the interpreter)
+#                      the basics (build/bin/basics_check: on the GPU if there is
+#                      one, else the interpreter)
 #   ./setup.sh test    build, then run every test (unit + lit)
 #   ./setup.sh build   only install and build
 #   ./setup.sh deps    only install the system packages
@@ -73,9 +74,15 @@ main_job() {
   bash tests/ptxas_check.sh build/bin/tessera kernels_dsl sm_90 || rc=$?
   [ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || failed=1
   # On a GPU: each basic kernel on the GPU and in the interpreter, compared, and
-  # both against fp64 references; without one: the interpreter against the references.
+  # both against fp64 references; without one: the interpreter against the
+  # references (basics_check says which in its first line).
   echo "== running the basics"
-  build/bin/tessera run --basics --kernels-dir kernels_dsl || failed=1
+  build/bin/basics_check --kernels-dir kernels_dsl || failed=1
+  # The CLI's own GPU path: `tessera run --check` (the interpreter alone, and a
+  # note on stderr, without a GPU).
+  echo "== tessera run --check"
+  build/bin/tessera run kernels_dsl/basics/vector_add.tile --grid 4 --check \
+    buf:4096 buf:4096 out:4096 4096 || failed=1
   return $failed
 }
 
