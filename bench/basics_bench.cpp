@@ -5,6 +5,7 @@
 //
 //   basics_bench [out.json] [commit]
 #include "BenchTiming.h"
+#include "support/Reference.h"
 #include "tessera/JIT.h"
 #include "tessera/Runtime.h"
 
@@ -27,18 +28,6 @@ namespace {
 std::string kernelsDir() {
   const char *d = std::getenv("TESSERA_KERNELS_DIR");
   return d ? d : std::string(TESSERA_SOURCE_DIR) + "/kernels_dsl";
-}
-
-double relError(const std::vector<float> &out, const std::vector<double> &ref) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < out.size(); ++i) {
-    double d = double(out[i]) - ref[i];
-    if (std::isnan(out[i]))
-      return INFINITY;
-    num += d * d;
-    den += ref[i] * ref[i];
-  }
-  return std::sqrt(num / std::max(den, 1e-300));
 }
 
 std::vector<float> randomVector(size_t n, std::mt19937 &rng, float lo = -1, float hi = 1) {
@@ -85,10 +74,10 @@ int main(int argc, char **argv) {
     auto compare = [&](const std::string &name, const std::string &shape,
                        const std::function<std::vector<float>(Context &)> &run, const std::vector<double> &ref) {
       std::vector<float> gpu = run(ctx), cpu = run(interp);
-      record(name, shape + " gpu", relError(gpu, ref), 1e-5);
-      record(name, shape + " interp", relError(cpu, ref), 1e-5);
+      record(name, shape + " gpu", testing::relErrL2(gpu, ref), 1e-5);
+      record(name, shape + " interp", testing::relErrL2(cpu, ref), 1e-5);
       std::vector<double> cpuD(cpu.begin(), cpu.end());
-      record(name, shape + " gpu~interp", relError(gpu, cpuD), 1e-5);
+      record(name, shape + " gpu~interp", testing::relErrL2(gpu, cpuD), 1e-5);
     };
     for (int n : {1, 1000, 4099, 1 << 20, (1 << 20) + 3}) {
       auto x = randomVector(n, rng), y = randomVector(n, rng);
@@ -109,16 +98,7 @@ int main(int argc, char **argv) {
     w8.numWarps = 8;
     for (auto [rows, cols, block] : std::vector<std::tuple<int, int, int>>{{7, 1000, 1024}, {64, 4096, 4096}, {33, 77, 128}}) {
       auto x = randomVector(size_t(rows) * cols, rng, -5, 5);
-      std::vector<double> ref(x.size());
-      for (int r = 0; r < rows; ++r) {
-        double m = -INFINITY, s = 0;
-        for (int c = 0; c < cols; ++c)
-          m = std::max(m, double(x[size_t(r) * cols + c]));
-        for (int c = 0; c < cols; ++c)
-          s += std::exp(double(x[size_t(r) * cols + c]) - m);
-        for (int c = 0; c < cols; ++c)
-          ref[size_t(r) * cols + c] = std::exp(double(x[size_t(r) * cols + c]) - m) / s;
-      }
+      std::vector<double> ref = testing::softmaxRef(x, size_t(rows), size_t(cols));
       compare("softmax", std::to_string(rows) + "x" + std::to_string(cols), [&](Context &c) {
         Kernel sm = compile(c, kd + "softmax.tile", "softmax", {{"BLOCK", int64_t(block)}}, w8);
         auto dx = c.upload(x);
@@ -133,18 +113,7 @@ int main(int argc, char **argv) {
       size_t n = size_t(rows) * cols;
       auto x = randomVector(n, rng, -3, 3), w = randomVector(cols, rng), b = randomVector(cols, rng);
       float eps = 1e-5f;
-      std::vector<double> ref(n);
-      for (int r = 0; r < rows; ++r) {
-        double mean = 0, var = 0;
-        for (int c = 0; c < cols; ++c)
-          mean += x[size_t(r) * cols + c];
-        mean /= cols;
-        for (int c = 0; c < cols; ++c)
-          var += (x[size_t(r) * cols + c] - mean) * (x[size_t(r) * cols + c] - mean);
-        var /= cols;
-        for (int c = 0; c < cols; ++c)
-          ref[size_t(r) * cols + c] = (x[size_t(r) * cols + c] - mean) / std::sqrt(var + eps) * w[c] + b[c];
-      }
+      std::vector<double> ref = testing::layerNormRef(x, w, b, size_t(rows), size_t(cols), eps).y;
       compare("layer_norm", std::to_string(rows) + "x" + std::to_string(cols), [&](Context &c) {
         Kernel ln = compile(c, kd + "layer_norm.tile", "layer_norm_fwd", {{"BLOCK", int64_t(1024)}});
         auto dx = c.upload(x), dw = c.upload(w), db = c.upload(b);
@@ -158,11 +127,7 @@ int main(int argc, char **argv) {
 
     for (auto [M, N, K] : std::vector<std::tuple<int, int, int>>{{64, 64, 16}, {100, 70, 33}, {257, 129, 200}}) {
       auto a = randomVector(size_t(M) * K, rng), bm = randomVector(size_t(K) * N, rng);
-      std::vector<double> ref(size_t(M) * N, 0.0);
-      for (int i = 0; i < M; ++i)
-        for (int k = 0; k < K; ++k)
-          for (int j = 0; j < N; ++j)
-            ref[size_t(i) * N + j] += double(a[size_t(i) * K + k]) * bm[size_t(k) * N + j];
+      std::vector<double> ref = testing::matmulRef(a, bm, size_t(M), size_t(N), size_t(K));
       compare("matmul_fma", std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K), [&](Context &c) {
         Kernel mm = compile(c, kd + "matmul.tile", "matmul",
                             {{"BM", int64_t(64)}, {"BN", int64_t(64)}, {"BK", int64_t(16)}, {"GROUP", int64_t(4)}});

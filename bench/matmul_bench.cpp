@@ -4,6 +4,7 @@
 //
 //   matmul_bench DT M N K [DT M N K ...]     DT in f32, f16, bf16, i8
 #include "BenchTiming.h"
+#include "support/Reference.h"
 #include "tessera/tessera.h"
 
 #include <algorithm>
@@ -218,15 +219,14 @@ int main(int argc, char **argv) {
         ctx.synchronize();
         std::vector<uint8_t> hc(c.size());
         c.copyToHost(hc.data(), hc.size());
-        double num = 0, den = 0;
+        testing::L2Error err;
         for (size_t s = 0; s < samples.size(); ++s) {
           auto [r, q] = samples[s];
           const uint8_t *at = &hc[size_t(r * N + q) * ob];
           double got = isInt ? double(*reinterpret_cast<const int32_t *>(at)) : toDouble(at, out);
-          num += (got - ref[s]) * (got - ref[s]);
-          den += ref[s] * ref[s];
+          err.add(got, ref[s]);
         }
-        double rel = std::sqrt(num / den);
+        double rel = err.value();
         if (!(rel <= 1e-2))
           std::cerr << "matmul_bench: WRONG RESULT " << dt << " " << M << "x" << N << "x" << K << " "
                     << cfg.text() << ": relative error " << rel << "\n";

@@ -15,6 +15,9 @@ namespace tessera {
 
 namespace {
 
+// The driver API's types and enums (cuda/DriverApi.h).
+using namespace cuda;
+
 constexpr size_t kDefaultSharedLimit = 48 * 1024;
 
 CUstream cu(StreamHandle s) { return reinterpret_cast<CUstream>(s); }

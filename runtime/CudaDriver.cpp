@@ -15,10 +15,8 @@ namespace cuda {
 namespace {
 
 // cuGetProcAddress_v2 (CUDA 12.0+) and the older 4-argument cuGetProcAddress.
-using GetProcAddressV2 = CUresult (*)(const char *symbol, void **pfn, int cudaVersion,
-                                      cuuint64_t flags, CUdriverProcAddressQueryResult *status);
-using GetProcAddressV1 = CUresult (*)(const char *symbol, void **pfn, int cudaVersion,
-                                      cuuint64_t flags);
+using GetProcAddressV2 = PFN_cuGetProcAddress_v2;
+using GetProcAddressV1 = PFN_cuGetProcAddress_v1;
 
 struct Resolver {
   const std::string &path;

@@ -1,12 +1,13 @@
 // Private: the CUDA driver API, loaded at run time with dlopen. Every entry
 // point is resolved through cuGetProcAddress with an explicit CUDA version
 // (12000), so the ABI each pointer has is the CUDA 12.0 one whatever driver
-// is installed. <cuda.h> is used only for its types and enums; libcuda is
-// never linked.
+// is installed. The types, enums and signatures come from cuda/DriverApi.h,
+// our own declaration of the subset we use; neither <cuda.h> nor libcuda is
+// needed to build.
 #ifndef TESSERA_RUNTIME_CUDADRIVER_H
 #define TESSERA_RUNTIME_CUDADRIVER_H
 
-#include <cuda.h>
+#include "cuda/DriverApi.h"
 
 #include <cstddef>
 #include <string>
@@ -21,67 +22,51 @@ struct DriverApi {
   std::string path; // what was dlopen'ed
   int driverVersion = 0;
 
-  CUresult (*cuInit)(unsigned int flags) = nullptr;
-  CUresult (*cuDriverGetVersion)(int *version) = nullptr;
-  CUresult (*cuGetErrorName)(CUresult error, const char **str) = nullptr;
-  CUresult (*cuGetErrorString)(CUresult error, const char **str) = nullptr;
+  PFN_cuInit cuInit = nullptr;
+  PFN_cuDriverGetVersion cuDriverGetVersion = nullptr;
+  PFN_cuGetErrorName cuGetErrorName = nullptr;
+  PFN_cuGetErrorString cuGetErrorString = nullptr;
 
-  CUresult (*cuDeviceGetCount)(int *count) = nullptr;
-  CUresult (*cuDeviceGet)(CUdevice *device, int ordinal) = nullptr;
-  CUresult (*cuDeviceGetName)(char *name, int len, CUdevice dev) = nullptr;
-  CUresult (*cuDeviceGetAttribute)(int *pi, CUdevice_attribute attrib, CUdevice dev) = nullptr;
-  CUresult (*cuDeviceTotalMem)(size_t *bytes, CUdevice dev) = nullptr;
-  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *pctx, CUdevice dev) = nullptr;
-  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice dev) = nullptr;
-  CUresult (*cuCtxSetCurrent)(CUcontext ctx) = nullptr;
-  CUresult (*cuCtxGetCurrent)(CUcontext *pctx) = nullptr;
-  CUresult (*cuCtxSynchronize)() = nullptr;
+  PFN_cuDeviceGetCount cuDeviceGetCount = nullptr;
+  PFN_cuDeviceGet cuDeviceGet = nullptr;
+  PFN_cuDeviceGetName cuDeviceGetName = nullptr;
+  PFN_cuDeviceGetAttribute cuDeviceGetAttribute = nullptr;
+  PFN_cuDeviceTotalMem cuDeviceTotalMem = nullptr;
+  PFN_cuDevicePrimaryCtxRetain cuDevicePrimaryCtxRetain = nullptr;
+  PFN_cuDevicePrimaryCtxRelease cuDevicePrimaryCtxRelease = nullptr;
+  PFN_cuCtxSetCurrent cuCtxSetCurrent = nullptr;
+  PFN_cuCtxGetCurrent cuCtxGetCurrent = nullptr;
+  PFN_cuCtxSynchronize cuCtxSynchronize = nullptr;
 
-  CUresult (*cuMemAlloc)(CUdeviceptr *dptr, size_t bytesize) = nullptr;
-  CUresult (*cuMemFree)(CUdeviceptr dptr) = nullptr;
-  CUresult (*cuMemcpyHtoD)(CUdeviceptr dst, const void *src, size_t bytes) = nullptr;
-  CUresult (*cuMemcpyDtoH)(void *dst, CUdeviceptr src, size_t bytes) = nullptr;
-  CUresult (*cuMemcpyDtoD)(CUdeviceptr dst, CUdeviceptr src, size_t bytes) = nullptr;
-  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr dst, const void *src, size_t bytes,
-                                CUstream stream) = nullptr;
-  CUresult (*cuMemcpyDtoHAsync)(void *dst, CUdeviceptr src, size_t bytes,
-                                CUstream stream) = nullptr;
-  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr dst, CUdeviceptr src, size_t bytes,
-                                CUstream stream) = nullptr;
-  CUresult (*cuMemsetD8)(CUdeviceptr dst, unsigned char value, size_t n) = nullptr;
-  CUresult (*cuMemsetD32)(CUdeviceptr dst, unsigned int value, size_t n) = nullptr;
-  CUresult (*cuMemsetD8Async)(CUdeviceptr dst, unsigned char value, size_t n,
-                              CUstream stream) = nullptr;
-  CUresult (*cuMemsetD32Async)(CUdeviceptr dst, unsigned int value, size_t n,
-                               CUstream stream) = nullptr;
+  PFN_cuMemAlloc cuMemAlloc = nullptr;
+  PFN_cuMemFree cuMemFree = nullptr;
+  PFN_cuMemcpyHtoD cuMemcpyHtoD = nullptr;
+  PFN_cuMemcpyDtoH cuMemcpyDtoH = nullptr;
+  PFN_cuMemcpyDtoD cuMemcpyDtoD = nullptr;
+  PFN_cuMemcpyHtoDAsync cuMemcpyHtoDAsync = nullptr;
+  PFN_cuMemcpyDtoHAsync cuMemcpyDtoHAsync = nullptr;
+  PFN_cuMemcpyDtoDAsync cuMemcpyDtoDAsync = nullptr;
+  PFN_cuMemsetD8 cuMemsetD8 = nullptr;
+  PFN_cuMemsetD32 cuMemsetD32 = nullptr;
+  PFN_cuMemsetD8Async cuMemsetD8Async = nullptr;
+  PFN_cuMemsetD32Async cuMemsetD32Async = nullptr;
 
-  CUresult (*cuStreamCreate)(CUstream *stream, unsigned int flags) = nullptr;
-  CUresult (*cuStreamDestroy)(CUstream stream) = nullptr;
-  CUresult (*cuStreamSynchronize)(CUstream stream) = nullptr;
-  CUresult (*cuEventCreate)(CUevent *event, unsigned int flags) = nullptr;
-  CUresult (*cuEventDestroy)(CUevent event) = nullptr;
-  CUresult (*cuEventRecord)(CUevent event, CUstream stream) = nullptr;
-  CUresult (*cuEventSynchronize)(CUevent event) = nullptr;
-  CUresult (*cuEventElapsedTime)(float *ms, CUevent start, CUevent end) = nullptr;
+  PFN_cuStreamCreate cuStreamCreate = nullptr;
+  PFN_cuStreamDestroy cuStreamDestroy = nullptr;
+  PFN_cuStreamSynchronize cuStreamSynchronize = nullptr;
+  PFN_cuEventCreate cuEventCreate = nullptr;
+  PFN_cuEventDestroy cuEventDestroy = nullptr;
+  PFN_cuEventRecord cuEventRecord = nullptr;
+  PFN_cuEventSynchronize cuEventSynchronize = nullptr;
+  PFN_cuEventElapsedTime cuEventElapsedTime = nullptr;
 
-  CUresult (*cuModuleLoadDataEx)(CUmodule *module, const void *image, unsigned int numOptions,
-                                 CUjit_option *options, void **optionValues) = nullptr;
-  CUresult (*cuModuleUnload)(CUmodule module) = nullptr;
-  CUresult (*cuModuleGetFunction)(CUfunction *fn, CUmodule module, const char *name) = nullptr;
-  CUresult (*cuFuncGetAttribute)(int *pi, CUfunction_attribute attrib, CUfunction fn) = nullptr;
-  CUresult (*cuFuncSetAttribute)(CUfunction fn, CUfunction_attribute attrib, int value) = nullptr;
-  CUresult (*cuLaunchKernel)(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                             unsigned int gridDimZ, unsigned int blockDimX,
-                             unsigned int blockDimY, unsigned int blockDimZ,
-                             unsigned int sharedMemBytes, CUstream stream, void **kernelParams,
-                             void **extra) = nullptr;
-  CUresult (*cuTensorMapEncodeTiled)(CUtensorMap *tensorMap, CUtensorMapDataType dataType,
-                                     cuuint32_t rank, void *globalAddress,
-                                     const cuuint64_t *globalDim, const cuuint64_t *globalStrides,
-                                     const cuuint32_t *boxDim, const cuuint32_t *elementStrides,
-                                     CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
-                                     CUtensorMapL2promotion l2Promotion,
-                                     CUtensorMapFloatOOBfill oobFill) = nullptr;
+  PFN_cuModuleLoadDataEx cuModuleLoadDataEx = nullptr;
+  PFN_cuModuleUnload cuModuleUnload = nullptr;
+  PFN_cuModuleGetFunction cuModuleGetFunction = nullptr;
+  PFN_cuFuncGetAttribute cuFuncGetAttribute = nullptr;
+  PFN_cuFuncSetAttribute cuFuncSetAttribute = nullptr;
+  PFN_cuLaunchKernel cuLaunchKernel = nullptr;
+  PFN_cuTensorMapEncodeTiled cuTensorMapEncodeTiled = nullptr;
 
   /// "CUDA_ERROR_INVALID_VALUE" (or "CUresult 123" when the driver does not know it).
   std::string errorName(CUresult r) const;

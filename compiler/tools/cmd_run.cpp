@@ -1,13 +1,11 @@
 // `tessera run`: compile one kernel, make up its arguments, launch it on the
 // GPU or in the CPU interpreter (or both, and compare), and summarize.
-// `tessera run --basics` does that for the kernels of kernels_dsl/basics.
+// (The check of the kernels of kernels_dsl/basics is bench/basics_check.cpp.)
 #include "cli.h"
 
 #include "tessera/Compiler.h"
 #include "tessera/JIT.h"
 #include "tessera/Runtime.h"
-
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -15,14 +13,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <iostream>
 #include <limits>
 #include <memory>
 #include <random>
 #include <sstream>
 #include <string>
-#include <sys/stat.h>
 #include <vector>
 
 namespace tessera::cli {
@@ -30,7 +26,6 @@ namespace tessera::cli {
 namespace {
 
 const char *kRunHelp = R"(usage: tessera run FILE [--kernel NAME] [-D NAME=VALUE...] --grid X[,Y,Z] [options] ARG...
-       tessera run --basics [options]
 
 Compiles one kernel of FILE, creates its arguments from the ARG descriptions,
 launches it once and prints a summary. It runs on the GPU when there is one,
@@ -66,14 +61,6 @@ options:
   --iters N        GPU launches timed with events after the first (default 10;
                    0 skips timing)
   --print N        print the first N elements of every buffer after the run
-  --basics         run vector_add, softmax, layer_norm_fwd and matmul of
-                   kernels_dsl/basics at ragged sizes (8 cases): on a GPU with
-                   --check semantics, in the interpreter alone without one (or with
-                   --interpret); every result is also compared with an fp64 CPU
-                   reference (max relative error 1e-4; 2e-3 for the f32 matmul,
-                   whose dot runs on tf32 tensor cores on sm_90a)
-  --kernels-dir D  kernels_dsl directory for --basics (default $TESSERA_KERNELS_DIR,
-                   ./kernels_dsl, or the source tree the tool was built from)
   -h, --help       show this help
 
 environment:
@@ -377,7 +364,7 @@ struct Backends {
   bool byEnvironment = false; // TESSERA_INTERPRET asked for the interpreter
 };
 
-Backends openBackends(bool interpret, bool check, bool quiet) {
+Backends openBackends(bool interpret, bool check) {
   Backends b;
   if (!interpret) {
     try {
@@ -394,7 +381,7 @@ Backends openBackends(bool interpret, bool check, bool quiet) {
   }
   if (!b.gpu || check)
     b.interp = std::make_unique<Context>(createInterpreterBackend());
-  if (!b.gpu && !interpret && !quiet) {
+  if (!b.gpu && !interpret) {
     if (b.byEnvironment)
       std::cerr << "tessera: TESSERA_INTERPRET is set; running in the CPU interpreter";
     else
@@ -678,292 +665,11 @@ bool parseGrid(const std::string &text, Grid &g) {
   return true;
 }
 
-// ---- --basics ---------------------------------------------------------------
-
-bool isFile(const std::string &p) {
-  struct stat st;
-  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-std::string findKernelsDir(const std::string &given) {
-  if (!given.empty())
-    return given;
-  std::vector<std::string> candidates;
-  if (const char *env = std::getenv("TESSERA_KERNELS_DIR"); env && *env)
-    return env;
-  candidates.push_back("kernels_dsl");
-  char exe[4096];
-  ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n > 0) {
-    std::string dir(exe, size_t(n));
-    dir = dir.substr(0, dir.rfind('/'));           // build/bin
-    candidates.push_back(dir + "/../../kernels_dsl"); // <repo>/build/bin -> <repo>
-  }
-#ifdef TESSERA_SOURCE_DIR
-  candidates.push_back(std::string(TESSERA_SOURCE_DIR) + "/kernels_dsl");
-#endif
-  for (const std::string &c : candidates)
-    if (isFile(c + "/basics/vector_add.tile"))
-      return c;
-  return "kernels_dsl";
-}
-
-using Vectors = std::vector<std::vector<double>>;
-/// fp64 reference: the input buffers (by buffer index) -> expected contents of
-/// the buffers it knows (by buffer index; empty vectors are not checked).
-using Reference = std::function<Vectors(const Vectors &)>;
-
-struct BasicCase {
-  std::string file, kernel, shape;
-  std::map<std::string, ConstexprValue> defines;
-  int numWarps;
-  Grid grid;
-  std::vector<std::string> args;
-  Reference reference;
-  /// Tolerance of both comparisons when not the defaults: an f32 dot runs on
-  /// tf32 tensor cores where the target has wgmma (operands keep 10 mantissa
-  /// bits), while the interpreter computes in fp32.
-  double tol = 0;
-};
-
-Reference vectorAddRef() {
-  return [](const Vectors &in) {
-    Vectors out(3);
-    for (size_t i = 0; i < in[0].size(); ++i)
-      out[2].push_back(in[0][i] + in[1][i]);
-    return out;
-  };
-}
-
-Reference softmaxRef(size_t rows, size_t cols) {
-  return [=](const Vectors &in) {
-    Vectors out(2);
-    out[1].resize(rows * cols);
-    for (size_t r = 0; r < rows; ++r) {
-      const double *x = &in[0][r * cols];
-      double m = -INFINITY, s = 0;
-      for (size_t c = 0; c < cols; ++c)
-        m = std::max(m, x[c]);
-      for (size_t c = 0; c < cols; ++c)
-        s += std::exp(x[c] - m);
-      for (size_t c = 0; c < cols; ++c)
-        out[1][r * cols + c] = std::exp(x[c] - m) / s;
-    }
-    return out;
-  };
-}
-
-Reference layerNormRef(size_t rows, size_t cols, double eps) {
-  return [=](const Vectors &in) {
-    Vectors out(6);
-    out[1].resize(rows * cols);
-    for (size_t r = 0; r < rows; ++r) {
-      const double *x = &in[0][r * cols];
-      double mean = 0, var = 0;
-      for (size_t c = 0; c < cols; ++c)
-        mean += x[c];
-      mean /= double(cols);
-      for (size_t c = 0; c < cols; ++c)
-        var += (x[c] - mean) * (x[c] - mean);
-      var /= double(cols);
-      double rstd = 1 / std::sqrt(var + eps);
-      for (size_t c = 0; c < cols; ++c)
-        out[1][r * cols + c] = (x[c] - mean) * rstd * in[2][c] + in[3][c];
-      out[4].push_back(mean);
-      out[5].push_back(rstd);
-    }
-    return out;
-  };
-}
-
-Reference matmulRef(size_t M, size_t N, size_t K) {
-  return [=](const Vectors &in) {
-    Vectors out(3);
-    out[2].assign(M * N, 0.0);
-    for (size_t i = 0; i < M; ++i)
-      for (size_t k = 0; k < K; ++k)
-        for (size_t j = 0; j < N; ++j)
-          out[2][i * N + j] += in[0][i * K + k] * in[1][k * N + j];
-    return out;
-  };
-}
-
-/// --basics: largest max|out - ref| / max|ref| accepted against the fp64 reference.
-constexpr double kReferenceTol = 1e-4;
-
-/// max|out - ref| / max|ref| over the buffers `ref` holds; the worst buffer's name in `which`.
-double referenceError(const Inputs &in, const Outcome &out, const Vectors &ref, std::string &which) {
-  double worst = 0;
-  for (size_t k = 0; k < ref.size() && k < in.buffers.size(); ++k) {
-    if (ref[k].empty())
-      continue;
-    const HostBuffer &b = in.buffers[k];
-    size_t eb = elementBytes(b.type);
-    double maxRef = 0, maxDiff = 0;
-    for (size_t i = 0; i < ref[k].size() && i < b.count; ++i) {
-      maxRef = std::max(maxRef, std::fabs(ref[k][i]));
-      double v = elementValue(out.buffers[k].data() + i * eb, b.type);
-      double d = std::isnan(v) ? INFINITY : std::fabs(v - ref[k][i]);
-      maxDiff = std::max(maxDiff, d);
-    }
-    double err = maxDiff / (maxRef > 0 ? maxRef : 1.0);
-    if (err >= worst) {
-      worst = err;
-      which = b.name;
-    }
-  }
-  return worst;
-}
-
-std::vector<BasicCase> basicCases(const std::string &dir) {
-  auto s = [](long long v) { return std::to_string(v); };
-  auto cdiv = [](long long a, long long b) { return (a + b - 1) / b; };
-  std::vector<BasicCase> cases;
-  std::string b = dir + "/basics/";
-  for (long long n : {1000LL, 4099LL})
-    cases.push_back({b + "vector_add.tile", "vector_add", "n=" + s(n), {{"BLOCK", int64_t(1024)}}, 4,
-                     Grid{unsigned(cdiv(n, 1024))}, {"buf:" + s(n), "buf:" + s(n), "out:" + s(n), s(n)},
-                     vectorAddRef()});
-  for (auto [rows, cols, block] : {std::tuple<long long, long long, long long>{7, 1000, 1024}, {33, 77, 128}})
-    cases.push_back({b + "softmax.tile", "softmax", s(rows) + "x" + s(cols), {{"BLOCK", int64_t(block)}}, 8,
-                     Grid{unsigned(rows)},
-                     {"buf:" + s(rows * cols), "out:" + s(rows * cols), s(cols), s(cols), s(cols)},
-                     softmaxRef(size_t(rows), size_t(cols))});
-  for (auto [rows, cols] : {std::pair<long long, long long>{5, 1000}, {3, 3000}})
-    cases.push_back({b + "layer_norm.tile", "layer_norm_fwd", s(rows) + "x" + s(cols),
-                     {{"BLOCK", int64_t(1024)}}, 4, Grid{unsigned(rows)},
-                     {"buf:" + s(rows * cols), "out:" + s(rows * cols), "buf:" + s(cols), "buf:" + s(cols),
-                      "out:" + s(rows), "out:" + s(rows), s(cols), s(cols), "1e-5"},
-                     layerNormRef(size_t(rows), size_t(cols), double(1e-5f))});
-  for (auto [M, N, K] : {std::tuple<long long, long long, long long>{100, 70, 33}, {64, 64, 16}})
-    cases.push_back({b + "matmul.tile", "matmul", s(M) + "x" + s(N) + "x" + s(K),
-                     {{"BM", int64_t(64)}, {"BN", int64_t(64)}, {"BK", int64_t(16)}, {"GROUP", int64_t(4)}},
-                     4, Grid{unsigned(cdiv(M, 64) * cdiv(N, 64))},
-                     {"buf:" + s(M * K), "buf:" + s(K * N), "out:" + s(M * N), s(M), s(N), s(K), s(K), "1",
-                      s(N), "1", s(N), "1"},
-                     matmulRef(size_t(M), size_t(N), size_t(K)), 2e-3});
-  return cases;
-}
-
-int runBasics(const RunOptions &base, const std::string &kernelsDir) {
-  std::string dir = findKernelsDir(kernelsDir);
-  if (!isFile(dir + "/basics/vector_add.tile")) {
-    std::cerr << "tessera: error: no kernels_dsl/basics found (looked in '" << dir
-              << "'); pass --kernels-dir DIR or set TESSERA_KERNELS_DIR\n";
-    return kInputError;
-  }
-  Backends be = openBackends(base.interpret, true, /*quiet=*/true);
-  std::string refText = "fp64 references (tol " + fmtDouble(kReferenceTol, "%g") + ")";
-  if (be.gpu)
-    std::cout << "basics on " << be.gpu->deviceName() << " (" << be.gpu->target()
-              << "): the GPU against the CPU interpreter (tol " << fmtDouble(base.tol, "%g")
-              << ") and both against " << refText << ", seed " << base.seed << "\n";
-  else
-    std::cout << "basics in the CPU interpreter ("
-              << (base.interpret      ? std::string("--interpret")
-                  : be.byEnvironment ? std::string("TESSERA_INTERPRET is set")
-                                     : "no GPU found: " + be.noGpuReason)
-              << "): against " << refText << ", memory accesses bounds-checked, seed " << base.seed
-              << "\n";
-  int failed = 0, total = 0;
-  for (const BasicCase &c : basicCases(dir)) {
-    RunOptions o = base;
-    o.file = c.file;
-    o.kernel = c.kernel;
-    o.defines = c.defines;
-    o.numWarps = c.numWarps;
-    o.grid = c.grid;
-    if (c.tol > 0)
-      o.tol = c.tol;
-    o.args.clear();
-    for (const std::string &a : c.args) {
-      ArgSpec spec;
-      std::string err;
-      parseArgSpec(a, spec, err);
-      o.args.push_back(spec);
-    }
-    Report rep;
-    Inputs in;
-    ++total;
-    int rc = execute(be, o, rep, in);
-    char line[512];
-    std::snprintf(line, sizeof line, "%-15s %-12s grid %-8s", c.kernel.c_str(), c.shape.c_str(),
-                  gridText(c.grid).c_str());
-    std::cout << line;
-    if (rc != kOk && !rep.checked) {
-      std::cout << "  FAIL (see above)\n";
-      ++failed;
-      continue;
-    }
-    if (rep.onGpu && rep.gpu.timedMs >= 0)
-      std::cout << "  gpu " << fmtTime(rep.gpu.timedMs);
-    if (be.interp)
-      std::cout << "  interpreter " << fmtTime(rep.interp.launchMs);
-    if (rep.checked) {
-      double worst = 0;
-      std::string worstName;
-      for (const Comparison &cmp : rep.comparisons)
-        if (cmp.relErr >= worst) {
-          worst = cmp.relErr;
-          worstName = cmp.name;
-        }
-      std::cout << "  gpu~interp " << fmtDouble(worst, "%.1e") << " (" << worstName << ")";
-    }
-    // Both backends against an fp64 reference of the same inputs.
-    bool refOk = true;
-    if (c.reference) {
-      Vectors host;
-      for (const HostBuffer &hb : in.buffers) {
-        std::vector<double> v(hb.count);
-        for (size_t i = 0; i < hb.count; ++i)
-          v[i] = elementValue(hb.bytes.data() + i * elementBytes(hb.type), hb.type);
-        host.push_back(std::move(v));
-      }
-      Vectors ref = c.reference(host);
-      double worst = 0;
-      std::string which;
-      for (const Outcome *out : {rep.onGpu ? &rep.gpu : nullptr, be.interp ? &rep.interp : nullptr}) {
-        if (!out)
-          continue;
-        std::string w;
-        double e = referenceError(in, *out, ref, w);
-        if (e >= worst) {
-          worst = e;
-          which = w;
-        }
-      }
-      refOk = worst <= (c.tol > 0 ? c.tol : kReferenceTol);
-      std::cout << "  fp64 ref " << fmtDouble(worst, "%.1e") << " (" << which << ")";
-      if (c.tol > 0)
-        std::cout << "  [tf32 tol " << fmtDouble(c.tol, "%g") << "]";
-    }
-    bool ok = rep.ok && refOk;
-    std::cout << (ok ? "  ok" : "  FAIL") << "\n";
-    if (!ok) {
-      ++failed;
-      for (const Comparison &cmp : rep.comparisons)
-        if (!cmp.ok)
-          std::cout << "    " << cmp.name << ": " << cmp.mismatches << " elements above tol; first ["
-                    << cmp.firstBad << "]: gpu " << fmtDouble(cmp.gpuValue, "%.9g")
-                    << ", interpreter " << fmtDouble(cmp.refValue, "%.9g") << "\n";
-    }
-  }
-  if (failed)
-    std::cout << "basics: " << failed << " of " << total << " failed\n";
-  else
-    std::cout << "basics: all " << total << " passed"
-              << (be.gpu ? " (GPU, interpreter and fp64 references agree)"
-                         : " (interpreter and fp64 references agree; no GPU run)")
-              << "\n";
-  return failed ? kInputError : kOk;
-}
-
 } // namespace
 
 int cmdRun(int argc, char **argv) {
   RunOptions o;
-  bool basics = false, endOfOptions = false;
-  std::string kernelsDir;
+  bool endOfOptions = false;
   std::vector<std::string> positional;
   ArgReader args(argc, argv);
   while (args.next()) {
@@ -999,7 +705,8 @@ int cmdRun(int argc, char **argv) {
     } else if (a == "--check") {
       o.check = true;
     } else if (a == "--basics") {
-      basics = true;
+      return usageError("--basics is now its own tool: run basics_check (build/bin/basics_check)",
+                        kRunHelp);
     } else if (args.value("--tol", v)) {
       char *end = nullptr;
       o.tol = std::strtod(v.c_str(), &end);
@@ -1020,8 +727,6 @@ int cmdRun(int argc, char **argv) {
       if (!parseUnsigned(v, n))
         return usageError("--print expects a non-negative integer, got '" + v + "'", kRunHelp);
       o.print = size_t(n);
-    } else if (args.value("--kernels-dir", v)) {
-      kernelsDir = v;
     } else if (args.missingValue()) {
       return usageError(a + " needs a value", kRunHelp);
     } else {
@@ -1031,13 +736,6 @@ int cmdRun(int argc, char **argv) {
   if (o.interpret && o.check)
     return usageError("--check compares the GPU with the interpreter; it cannot be combined with "
                       "--interpret", kRunHelp);
-  if (basics) {
-    if (!positional.empty() || !o.kernel.empty() || o.gridGiven || !o.defines.empty())
-      return usageError("--basics takes no FILE, --kernel, -D, --grid or kernel arguments", kRunHelp);
-    return runBasics(o, kernelsDir);
-  }
-  if (!kernelsDir.empty())
-    return usageError("--kernels-dir only applies to --basics", kRunHelp);
   if (positional.empty())
     return usageError("no input file", kRunHelp);
   o.file = positional[0];
@@ -1067,7 +765,7 @@ int cmdRun(int argc, char **argv) {
     o.kernel = names[0];
   }
 
-  Backends be = openBackends(o.interpret, o.check, /*quiet=*/false);
+  Backends be = openBackends(o.interpret, o.check);
   Report rep;
   Inputs in;
   int rc = execute(be, o, rep, in);

@@ -23,7 +23,7 @@ on the GPU or in its CPU interpreter.
 commands:
   compile    compile the kernels of a .tile file (tile IR, GPU IR, LLVM IR, PTX, cubin)
   run        run a kernel on made-up inputs (GPU or interpreter; --check compares
-             them); 'run --basics' runs the kernels of kernels_dsl/basics
+             them)
   cache      list or clear the compiled-kernel cache
   version    print the compiler version
 

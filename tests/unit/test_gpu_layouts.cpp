@@ -7,6 +7,7 @@
 // without a GPU.
 #include "GpuTestSupport.h"
 #include "TestSupport.h"
+#include "support/Reference.h"
 
 #include "tessera/JIT.h"
 #include "tessera/Runtime.h"
@@ -96,7 +97,7 @@ Result run(Context &ctx, const std::string &dt, int warps, int stages, int64_t M
   dm.copyToHost(gm.data(), gm.size() * 4);
   ds.copyToHost(gs.data(), gs.size() * 4);
   dc.copyToHost(gc.data(), gc.size() * 2);
-  double nm = 0, dmx = 0, ns = 0, dsx = 0, nc = 0, dcx = 0;
+  tessera::testing::L2Error maxErr, sumErr, outErr;
   std::vector<double> row(static_cast<size_t>(N));
   for (int64_t i = 0; i < M; ++i) {
     double mx = -INFINITY;
@@ -109,18 +110,15 @@ Result run(Context &ctx, const std::string &dt, int warps, int stages, int64_t M
       uint32_t bits = uint32_t(gc[size_t(i * N + j)]) << 16;
       float got;
       std::memcpy(&got, &bits, 4);
-      nc += (got - 0.5 * acc) * (got - 0.5 * acc);
-      dcx += 0.25 * acc * acc;
+      outErr.add(got, 0.5 * acc);
     }
     double se = 0;
     for (double x : row)
       se += std::exp(x - mx);
-    nm += (gm[size_t(i)] - mx) * (gm[size_t(i)] - mx);
-    dmx += mx * mx;
-    ns += (gs[size_t(i)] - se) * (gs[size_t(i)] - se);
-    dsx += se * se;
+    maxErr.add(gm[size_t(i)], mx);
+    sumErr.add(gs[size_t(i)], se);
   }
-  return {std::sqrt(nm / dmx), std::sqrt(ns / dsx), std::sqrt(nc / dcx)};
+  return {maxErr.value(), sumErr.value(), outErr.value()};
 }
 } // namespace
 

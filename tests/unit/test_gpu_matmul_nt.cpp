@@ -79,8 +79,8 @@ double run(Context &ctx, const std::string &dt, int64_t M, int64_t N, int64_t K,
       r += a.vals[size_t(i * K + q)] * b.vals[size_t(j * K + q)];
     return r;
   };
-  return relativeError(M, N, ref,
-                       [&](int64_t i, int64_t j) { return resultAt(hc, size_t(i * N + j), isInt); });
+  return relErrL2(M, N, ref,
+                  [&](int64_t i, int64_t j) { return resultAt(hc, size_t(i * N + j), isInt); });
 }
 } // namespace
 

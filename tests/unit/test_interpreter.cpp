@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include "TestSupport.h"
+#include "support/Reference.h"
 
 #include <algorithm>
 #include <chrono>
@@ -28,6 +29,10 @@ using tessera::InterpOptions;
 using tessera::InterpProgram;
 
 using tessera::testing::Seeded;
+using tessera::testing::layerNormRef;
+using tessera::testing::matmulRef;
+using tessera::testing::relErrL2;
+using tessera::testing::softmaxRef;
 
 namespace {
 
@@ -64,35 +69,12 @@ template <class T> std::pair<uintptr_t, size_t> buf(const std::vector<T> &v) {
 }
 template <class T> InterpArg ptr(const std::vector<T> &v) { return InterpArg::ptr(v.data()); }
 
-/// ||out - ref|| / ||ref||
-template <class T> double relErr(const std::vector<T> &out, const std::vector<double> &ref) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    double d = double(out[i]) - ref[i];
-    num += d * d;
-    den += ref[i] * ref[i];
-  }
-  return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
-}
-
 
 unsigned cdiv(unsigned a, unsigned b) { return (a + b - 1) / b; }
 
 std::string run(InterpProgram &p, unsigned gx, unsigned gy, unsigned gz,
                 const std::vector<InterpArg> &args, InterpOptions opt = {}) {
   return tessera::runInterpreter(p, gx, gy, gz, args, opt);
-}
-
-std::vector<double> matmulRef(const std::vector<float> &A, const std::vector<float> &B, int M,
-                              int N, int K) {
-  std::vector<double> C(size_t(M) * N, 0.0);
-  for (int m = 0; m < M; ++m)
-    for (int k = 0; k < K; ++k) {
-      double a = A[size_t(m) * K + k];
-      for (int n = 0; n < N; ++n)
-        C[size_t(m) * N + n] += a * double(B[size_t(k) * N + n]);
-    }
-  return C;
 }
 
 const char *kMatmul = R"(
@@ -147,7 +129,7 @@ TEST_CASE("interpreter: matmul at ragged shapes matches fp64", "[interp]") {
   REQUIRE(run(*p, cdiv(unsigned(M), 32), cdiv(unsigned(N), 32), 1,
               {ptr(A), ptr(B), ptr(C), InterpArg::i32(M), InterpArg::i32(N), InterpArg::i32(K)},
               opt) == "");
-  CHECK(relErr(C, matmulRef(A, B, M, N, K)) < 1e-5);
+  CHECK(relErrL2(C, matmulRef(A, B, M, N, K)) < 1e-5);
 }
 
 TEST_CASE("interpreter: tf32 emulation rounds f32 dot operands", "[interp]") {
@@ -173,8 +155,8 @@ TEST_CASE("interpreter: tf32 emulation rounds f32 dot operands", "[interp]") {
   std::vector<float> At(A), Bt(B);
   for (auto &v : At) v = tf32(v);
   for (auto &v : Bt) v = tf32(v);
-  CHECK(relErr(C, matmulRef(At, Bt, M, N, K)) < 1e-6);
-  CHECK(relErr(C, matmulRef(A, B, M, N, K)) > 1e-6); // the rounding really happened
+  CHECK(relErrL2(C, matmulRef(At, Bt, M, N, K)) < 1e-6);
+  CHECK(relErrL2(C, matmulRef(A, B, M, N, K)) > 1e-6); // the rounding really happened
 }
 
 TEST_CASE("interpreter: softmax with masked columns", "[interp]") {
@@ -197,17 +179,7 @@ def smax(X: *f32, Y: *f32, N: i32, BN: constexpr = 128):
   InterpOptions opt;
   opt.buffers = {buf(X), buf(Y)};
   REQUIRE(run(*p, unsigned(rows), 1, 1, {ptr(X), ptr(Y), InterpArg::i32(N)}, opt) == "");
-  std::vector<double> ref(X.size());
-  for (int r = 0; r < rows; ++r) {
-    double mx = -1e300, sum = 0;
-    for (int c = 0; c < N; ++c)
-      mx = std::max(mx, double(X[size_t(r * N + c)]));
-    for (int c = 0; c < N; ++c)
-      sum += std::exp(double(X[size_t(r * N + c)]) - mx);
-    for (int c = 0; c < N; ++c)
-      ref[size_t(r * N + c)] = std::exp(double(X[size_t(r * N + c)]) - mx) / sum;
-  }
-  CHECK(relErr(Y, ref) < 1e-5);
+  CHECK(relErrL2(Y, softmaxRef(X, size_t(rows), size_t(N))) < 1e-5);
 }
 
 TEST_CASE("interpreter: an out-of-bounds load is reported with its source line", "[interp]") {
@@ -354,7 +326,7 @@ def fsum(X: *f32, S: *f32, n: i32, B: constexpr = 64):
   std::vector<double> ref(3);
   for (int i = 0; i < n; ++i)
     ref[size_t((i / 64) % 3)] += X[size_t(i)];
-  CHECK(relErr(S, ref) < 1e-5);
+  CHECK(relErrL2(S, ref) < 1e-5);
 }
 
 TEST_CASE("interpreter: i8 dot accumulates exactly in i32", "[interp]") {
@@ -583,7 +555,7 @@ TEST_CASE("interpreter: f16 and bf16 dot accumulate in f32", "[interp]") {
                  InterpArg::i32(K)},
                 opt) == "");
     INFO(dt);
-    CHECK(relErr(C, matmulRef(A, B, M, N, K)) < 1e-5);
+    CHECK(relErrL2(C, matmulRef(A, B, M, N, K)) < 1e-5);
   }
 }
 
@@ -694,7 +666,7 @@ TEST_CASE("interpreter: 256x512x384 f32 matmul is fast", "[interp]") {
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   WARN("interpreter: 256x512x384 f32 matmul (64x64x32 tiles) took " << secs * 1e3 << " ms");
   CHECK(secs < 10.0);
-  CHECK(relErr(C, matmulRef(A, B, M, N, K)) < 1e-5);
+  CHECK(relErrL2(C, matmulRef(A, B, M, N, K)) < 1e-5);
 }
 
 //===----------------------------------------------------------------------===//
@@ -716,7 +688,7 @@ TEST_CASE("interpreter: kernels_dsl vector_add", "[interp][dsl]") {
   std::vector<double> ref(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i)
     ref[size_t(i)] = double(x[size_t(i)]) + y[size_t(i)];
-  CHECK(relErr(z, ref) < 1e-7);
+  CHECK(relErrL2(z, ref) < 1e-7);
 }
 
 TEST_CASE("interpreter: kernels_dsl softmax and softmax_online", "[interp][dsl]") {
@@ -726,16 +698,7 @@ TEST_CASE("interpreter: kernels_dsl softmax and softmax_online", "[interp][dsl]"
   INFO("seed " << s.seed);
   int rows = 19, cols = 700 + s.range(0, 300), stride = cols + 3;
   auto X = s.uniform(size_t(rows) * size_t(stride), -8, 8);
-  std::vector<double> ref(size_t(rows) * size_t(stride), 0.0);
-  for (int r = 0; r < rows; ++r) {
-    double mx = -1e300, sum = 0;
-    for (int c = 0; c < cols; ++c)
-      mx = std::max(mx, double(X[size_t(r * stride + c)]));
-    for (int c = 0; c < cols; ++c)
-      sum += std::exp(double(X[size_t(r * stride + c)]) - mx);
-    for (int c = 0; c < cols; ++c)
-      ref[size_t(r * stride + c)] = std::exp(double(X[size_t(r * stride + c)]) - mx) / sum;
-  }
+  std::vector<double> ref = softmaxRef(X, size_t(rows), size_t(cols), size_t(stride));
   for (const char *kernel : {"softmax", "softmax_online"}) {
     INFO(kernel);
     tessera::CompileOptions co;
@@ -748,7 +711,7 @@ TEST_CASE("interpreter: kernels_dsl softmax and softmax_online", "[interp][dsl]"
     REQUIRE(run(*p, unsigned(rows), 1, 1,
                 {ptr(X), ptr(Y), InterpArg::i32(stride), InterpArg::i32(stride), InterpArg::i32(cols)},
                 opt) == "");
-    CHECK(relErr(Y, ref) < 1e-5);
+    CHECK(relErrL2(Y, ref) < 1e-5);
   }
 }
 
@@ -771,28 +734,12 @@ TEST_CASE("interpreter: kernels_dsl layer_norm_fwd", "[interp][dsl]") {
               {ptr(X), ptr(Y), ptr(W), ptr(Bv), ptr(Mean), ptr(Rstd), InterpArg::i32(stride),
                InterpArg::i32(N), InterpArg::f32(eps)},
               opt) == "");
-  std::vector<double> refY(X.size(), 0.0), refM(static_cast<size_t>(rows)), refR(static_cast<size_t>(rows));
-  for (int r = 0; r < rows; ++r) {
-    double mean = 0, var = 0;
-    for (int c = 0; c < N; ++c)
-      mean += X[size_t(r * stride + c)];
-    mean /= N;
-    for (int c = 0; c < N; ++c) {
-      double d = X[size_t(r * stride + c)] - mean;
-      var += d * d;
-    }
-    var /= N;
-    double rstd = 1.0 / std::sqrt(var + double(eps));
-    refM[size_t(r)] = mean;
-    refR[size_t(r)] = rstd;
-    for (int c = 0; c < N; ++c)
-      refY[size_t(r * stride + c)] = (X[size_t(r * stride + c)] - mean) * rstd * W[size_t(c)] + Bv[size_t(c)];
-  }
+  auto ref = layerNormRef(X, W, Bv, size_t(rows), size_t(N), double(eps), size_t(stride));
   // Mean is near zero, so compare it in absolute terms.
   for (int r = 0; r < rows; ++r)
-    CHECK(std::fabs(Mean[size_t(r)] - refM[size_t(r)]) < 1e-5);
-  CHECK(relErr(Rstd, refR) < 1e-5);
-  CHECK(relErr(Y, refY) < 1e-5);
+    CHECK(std::fabs(Mean[size_t(r)] - ref.mean[size_t(r)]) < 1e-5);
+  CHECK(relErrL2(Rstd, ref.rstd) < 1e-5);
+  CHECK(relErrL2(Y, ref.y) < 1e-5);
 }
 
 TEST_CASE("interpreter: kernels_dsl matmul (f32, f16, i8) with strides", "[interp][dsl]") {
@@ -827,7 +774,7 @@ TEST_CASE("interpreter: kernels_dsl matmul (f32, f16, i8) with strides", "[inter
     InterpOptions opt;
     opt.buffers = {buf(A), buf(Bt), buf(C)};
     REQUIRE(run(*p, grid, 1, 1, args(A.data(), Bt.data(), C.data()), opt) == "");
-    CHECK(relErr(C, matmulRef(A, B, M, N, K)) < 1e-5);
+    CHECK(relErrL2(C, matmulRef(A, B, M, N, K)) < 1e-5);
   }
   SECTION("f16 in, f32 accumulate, f16 out") {
     auto A = s.uniform(size_t(M) * K), Bt = s.uniform(size_t(N) * K);
@@ -849,7 +796,7 @@ TEST_CASE("interpreter: kernels_dsl matmul (f32, f16, i8) with strides", "[inter
     std::vector<float> C(C16.size());
     for (size_t i = 0; i < C.size(); ++i)
       C[i] = C16[i].toFloat();
-    CHECK(relErr(C, matmulRef(A, B, M, N, K)) < 1e-3); // f16 output rounding
+    CHECK(relErrL2(C, matmulRef(A, B, M, N, K)) < 1e-3); // f16 output rounding
   }
   SECTION("i8 in, i32 accumulate") {
     std::vector<int8_t> A(size_t(M) * K), Bt(size_t(N) * K);
@@ -904,7 +851,7 @@ TEST_CASE("interpreter: kernels_dsl infcl_lse_fwd", "[interp][dsl]") {
       sum += std::exp(v - mx);
     ref[size_t(i)] = mx + std::log(sum);
   }
-  CHECK(relErr(L, ref) < 1e-5);
+  CHECK(relErrL2(L, ref) < 1e-5);
 }
 
 TEST_CASE("interpreter: kernels_dsl blockwise quantize / dequantize", "[interp][dsl]") {
@@ -1006,7 +953,7 @@ TEST_CASE("interpreter: kernels_dsl roast_mm_fwd", "[interp][dsl]") {
                  InterpArg::i32(N), InterpArg::i32(memSize), InterpArg::f32(lam),
                  InterpArg::i32(K), InterpArg::i32(1), InterpArg::i32(N), InterpArg::i32(1)},
                 opt) == "");
-    CHECK(relErr(Y, ref) < 1e-5);
+    CHECK(relErrL2(Y, ref) < 1e-5);
   }
 }
 
@@ -1180,7 +1127,7 @@ TEST_CASE("interpreter: f16-accumulator and f64 dots, unoptimized IR", "[interp]
     std::vector<float> C(C16.size());
     for (size_t i = 0; i < C.size(); ++i)
       C[i] = C16[i].toFloat();
-    double err = relErr(C, matmulRef(A, B, M, N, K));
+    double err = relErrL2(C, matmulRef(A, B, M, N, K));
     CHECK(err < 3e-3); // f16 accumulation
     CHECK(err > 1e-6); // ... which really rounds
   }
@@ -1197,7 +1144,7 @@ TEST_CASE("interpreter: f16-accumulator and f64 dots, unoptimized IR", "[interp]
     REQUIRE(run(*p, 2, 2, 1,
                 {ptr(Ad), ptr(Bd), ptr(C), InterpArg::i32(M), InterpArg::i32(N), InterpArg::i32(K)},
                 opt) == "");
-    CHECK(relErr(C, matmulRef(A, B, M, N, K)) < 1e-13);
+    CHECK(relErrL2(C, matmulRef(A, B, M, N, K)) < 1e-13);
   }
 }
 
