@@ -5,7 +5,7 @@
 #include "Passes.h"
 
 #include "analysis/ModuleOptions.h"
-#include "lowering/Lowering.h"
+#include "analysis/DotLayoutPlan.h"
 #include "tilegpu/TileGPUDialect.h"
 
 #include "mlir/IR/Builders.h"
@@ -30,7 +30,7 @@ struct AssignLayoutsPass : impl::TesseraAssignLayoutsBase<AssignLayoutsPass> {
     // (is it the pipelineable form?), which the conversions would change.
     SmallVector<std::pair<tile::DotOp, tgpu::MmaEncodingAttr>> plan;
     for (auto fn : getOperation().getOps<func::FuncOp>()) {
-      lowering::DotLayoutPlanner planner(fn, *opts);
+      analysis::DotLayoutPlanner planner(fn, *opts);
       fn.walk([&](tile::DotOp dot) {
         if (tgpu::mmaEncodingOf(dot.getType()))
           return; // already assigned

@@ -10,8 +10,8 @@
 // what lies past it with zeros, which is what `other=0` asks for. The extent
 // must not depend on the program id or the iteration: every such term has to
 // cancel (in matmul.tile `rk < K - k0` against the pointer's k0 leaves K).
-#ifndef TESSERA_LOWERING_TENSORMAPANALYSIS_H
-#define TESSERA_LOWERING_TENSORMAPANALYSIS_H
+#ifndef TESSERA_ANALYSIS_TENSORMAPANALYSIS_H
+#define TESSERA_ANALYSIS_TENSORMAPANALYSIS_H
 
 #include "tile/TileDialect.h"
 
@@ -20,7 +20,7 @@
 #include <optional>
 #include <string>
 
-namespace tessera::lowering::detail {
+namespace tessera::analysis {
 using namespace mlir;
 
 /// c + sum(coef * value) over scalar integer SSA values.
@@ -68,6 +68,6 @@ struct TensorMapOperand {
 std::optional<TensorMapOperand> analyzeTensorMapOperand(tile::LoadOp ld, scf::ForOp loop,
                                                         Block &kernelEntry, std::string &whyNot);
 
-} // namespace tessera::lowering::detail
+} // namespace tessera::analysis
 
 #endif

@@ -3,8 +3,8 @@
 // power of two divides each run's first value (divisibility, in bytes for
 // pointers) and how long runs of equal values are (constancy). The lowering
 // uses it to turn per-element accesses into 16-byte vector accesses.
-#ifndef TESSERA_LOWERING_AXISINFO_H
-#define TESSERA_LOWERING_AXISINFO_H
+#ifndef TESSERA_ANALYSIS_AXISINFO_H
+#define TESSERA_ANALYSIS_AXISINFO_H
 
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/Value.h"
@@ -16,7 +16,7 @@ class ForOp;
 class IfOp;
 } // namespace mlir::scf
 
-namespace tessera::lowering {
+namespace tessera::analysis {
 
 struct AxisInfo {
   llvm::SmallVector<int64_t, 4> contiguity;
@@ -54,6 +54,6 @@ private:
   llvm::DenseMap<mlir::Value, AxisInfo> infos_;
 };
 
-} // namespace tessera::lowering
+} // namespace tessera::analysis
 
 #endif

@@ -1,20 +1,16 @@
-// Lowering of tile IR to per-thread scalar code (arith/math/scf on scalars,
-// plus the llvm and nvvm dialects) that the PTX emitter turns into a kernel:
-// the pass tessera-lower-to-nvvm (compiler/Passes.td), and the dot layout
-// planner that tessera-assign-layouts shares with it.
-#ifndef TESSERA_LOWERING_LOWERING_H
-#define TESSERA_LOWERING_LOWERING_H
+// The dot layout planner: for each dot of a kernel, the accumulator layout
+// that its lowering will produce with these options (DotLayoutPlan.cpp says
+// how it follows the lowering's order of preference).
+#ifndef TESSERA_ANALYSIS_DOTLAYOUTPLAN_H
+#define TESSERA_ANALYSIS_DOTLAYOUTPLAN_H
 
 #include "tessera/CompileOptions.h"
+#include "tile/TileDialect.h"
 #include "tilegpu/TileGPUDialect.h"
 
-#include "mlir/IR/BuiltinOps.h"
-
 #include <memory>
-#include <string>
-#include <vector>
 
-namespace tessera::lowering {
+namespace tessera::analysis {
 
 /// Decides, for the dots of one kernel, the accumulator layout that their
 /// lowering produces with these options (DotLayoutPlan.cpp).
@@ -30,6 +26,6 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
-} // namespace tessera::lowering
+} // namespace tessera::analysis
 
 #endif

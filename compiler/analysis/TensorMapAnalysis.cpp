@@ -1,13 +1,13 @@
 // Decides whether a TMA tensor map can load an operand tile of a pipelined
 // dot loop; see TensorMapAnalysis.h.
-#include "TensorMapAnalysis.h"
+#include "analysis/TensorMapAnalysis.h"
 
 #include "tilegpu/TileGPUDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Matchers.h"
 
-namespace tessera::lowering::detail {
+namespace tessera::analysis {
 
 void LinearForm::add(const LinearForm &o, int64_t k) {
   c += k * o.c;
@@ -348,4 +348,4 @@ std::optional<TensorMapOperand> analyzeTensorMapOperand(tile::LoadOp ld, scf::Fo
   return t;
 }
 
-} // namespace tessera::lowering::detail
+} // namespace tessera::analysis

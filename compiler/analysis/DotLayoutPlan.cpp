@@ -9,11 +9,11 @@
 // loop) can still send a loop down a later path; its result then keeps its
 // actual layout, uses that need the assigned one convert, and the lowering
 // remarks on it. test_layout_assignment.cpp checks the two agree.
-#include "DotLoopEmitter.h"
+#include "analysis/DotLayoutPlan.h"
+#include "analysis/DotPath.h"
 
-namespace tessera::lowering {
+namespace tessera::analysis {
 using namespace mlir;
-using namespace detail;
 
 struct DotLayoutPlanner::Impl {
   AxisInfoAnalysis axis;
@@ -57,4 +57,4 @@ tgpu::MmaEncodingAttr DotLayoutPlanner::choose(tile::DotOp dot) {
   return {};
 }
 
-} // namespace tessera::lowering
+} // namespace tessera::analysis

@@ -1,4 +1,4 @@
-#include "AxisInfo.h"
+#include "analysis/AxisInfo.h"
 
 #include "tile/TileDialect.h"
 
@@ -14,7 +14,7 @@
 using namespace mlir;
 namespace tile = tessera::tile;
 
-namespace tessera::lowering {
+namespace tessera::analysis {
 
 namespace {
 constexpr int64_t kMax = AxisInfoAnalysis::kMaxDivisibility;
@@ -440,4 +440,4 @@ void AxisInfoAnalysis::visitIf(scf::IfOp i) {
   }
 }
 
-} // namespace tessera::lowering
+} // namespace tessera::analysis
