@@ -27,31 +27,33 @@ inline int64_t descHigh(int64_t lbo, int64_t sbo, int64_t W) {
 /// Emits the software pipeline for one matched loop: construct it for a stage
 /// count and path, ask applies(), then emit().
 class DotLoopEmitter {
-  // The persistent loop drives the warp-specialized pieces itself.
-  friend class KernelLowering;
-
 public:
-  DotLoopEmitter(KernelLowering &kl, scf::ForOp op, DotLoop &m, WgmmaKind kind, int stages,
-                 bool wgmma, bool swapAB = false, bool warpSpecialized = false)
-      : kl_(kl), b_(kl.b_), op_(op), m_(m), loc(op.getLoc()), ctx(kl.b_.getContext()),
+  /// `b`, `opts`, `smem` and `vals` are the kernel's builder, options, shared
+  /// memory and lowered values (KernelLowering's), handed over explicitly.
+  DotLoopEmitter(KernelLowering &kl, OpBuilder &b, const CompileOptions &opts,
+                 SharedMemoryAllocator &smem, LoweredValues &vals, scf::ForOp op, DotLoop &m,
+                 WgmmaKind kind, int stages, bool wgmma, bool swapAB = false,
+                 bool warpSpecialized = false)
+      : kl_(kl), opts_(opts), smem_(smem), vals_(vals), b_(b), op_(op), m_(m), loc(op.getLoc()),
+        ctx(b.getContext()),
         i32(b_.getI32Type()), i64(b_.getI64Type()), ptr3(LLVM::LLVMPointerType::get(ctx, 3)),
         ea(m.dot.getA().getType().getElementType()),
         accTy(m.dot.getAcc().getType().getElementType()), half(kind.half), tf32(kind.tf32),
         int8(kind.int8), swap(swapAB), ws(warpSpecialized), kMajorB(bool(m.transB)), bViaRegs(!half && !swap && !kMajorB), bStageKMajor(bViaRegs || kMajorB), BM(m.dot.getA().getType().getDimSize(0)),
         BK(m.dot.getA().getType().getDimSize(1)), BN(m.dot.getB().getType().getDimSize(1)),
         eb(ea.getIntOrFloatBitWidth() / 8), vecElems(16 / eb), kPerInst(32 / eb),
-        warpgroups(kl.numWarps_ / 4), S(stages), WA(std::min<int64_t>(128, BK * eb)),
+        warpgroups(opts.numWarps / 4), S(stages), WA(std::min<int64_t>(128, BK * eb)),
         WB(bStageKMajor ? WA : std::min<int64_t>(128, BN * eb)), aBytes(BM * BK * eb),
         bBytes(BK * BN * eb), stageBytes(aBytes + bBytes), rawRow(BN * eb + (swap ? 32 : 16)),
         rawBytes(BK * rawRow), stagedBytes(S * aBytes + 3 * bBytes + (S - 2) * rawBytes),
-        bStaged(bViaRegs && S >= 4 && kl.smemUsed_ + 1024 + stagedBytes <= kMaxSharedBytes),
+        bStaged(bViaRegs && S >= 4 && smem.used() + 1024 + stagedBytes <= kMaxSharedBytes),
         totalBytes(bStaged ? stagedBytes : ringBytes(swap, BM, BN, BK, eb, S)),
         bLay(copyLayout(m.loadB)),
         bRegs(bLay.chunks), nChunks(BN / vecElems), vt(VectorType::get({vecElems}, ea)),
         useWgmma(wgmma || swap),
-        accLay(swap    ? swappedAccLayout(BM, BN, kl.numWarps_)
-               : wgmma ? wgmmaAccLayout(BM, BN, kl.numWarps_)
-                       : mmaLayoutFor(BM, BN, kl.numWarps_).value_or(Layout())),
+        accLay(swap    ? swappedAccLayout(BM, BN, opts.numWarps)
+               : wgmma ? wgmmaAccLayout(BM, BN, opts.numWarps)
+                       : mmaLayoutFor(BM, BN, opts.numWarps).value_or(Layout())),
         T(accLay.tm), R(accLay.slots()), RB(swap ? BM / 2 : BN / 2),
         accCons(int8 ? "=r," : "=f,") {}
 
@@ -90,6 +92,9 @@ private:
   using Placement = std::function<Value(Value, Value)>;
 
   KernelLowering &kl_;
+  const CompileOptions &opts_;
+  SharedMemoryAllocator &smem_;
+  LoweredValues &vals_;
   OpBuilder &b_;
   scf::ForOp op_;
   DotLoop &m_;
@@ -176,13 +181,9 @@ private:
   std::optional<TmaOperand> tmaA, tmaB;
   std::string tmaWhyNot; // why an operand is not loaded by TMA (remarks)
   bool anyTma() const { return tmaA || tmaB; }
-  // Operands copied by cp.async (their threads arrive on `full`).
-  bool anyCpAsync() const { return !tmaA || !tmaB; }
   // Decides tmaA / tmaB (in wsApplies).
   void planTma();
   std::optional<TmaOperand> tmaFor(tile::LoadOp ld, int64_t rows, int64_t width);
-  // Adds the kernel parameters of the planned tensor maps.
-  bool addTensorMaps();
   // An i32 value of a linear form over lowered scalars.
   Value materialize(const LinearForm &f);
   // Thread 0 of the producers: expect the stage's TMA bytes on `full`, then
@@ -207,11 +208,6 @@ private:
   Value c64(int64_t v) { return arith::ConstantOp::create(b_, loc, b_.getI64IntegerAttr(v)); }
   Value toI32(Value v);
 
-  // Trip count (the step of an scf.for is positive).
-  void emitTripCount();
-
-  // Each advancing pointer tile: its base tile and initial element offset.
-  bool emitAdvances();
   // Binds every advancing pointer tile to its value in iteration j.
   void bindOffsets(Value j /*i32*/);
 
@@ -356,10 +352,21 @@ private:
   // setmaxnreg when two consumer warpgroups need them.
   bool emitWarpSpecialized(ValueRange acc0, SmallVector<Value> &accs);
 
+public:
+  // ---- the pieces the persistent tile loop (KernelLowering::lowerPersistentDotLoop)
+  // drives itself, in the order emit() uses them ----
+  // Operands copied by cp.async (their threads arrive on `full`).
+  bool anyCpAsync() const { return !tmaA || !tmaB; }
+  // Adds the kernel parameters of the planned tensor maps.
+  bool addTensorMaps();
+  // Trip count (the step of an scf.for is positive).
+  void emitTripCount();
+  // Each advancing pointer tile: its base tile and initial element offset.
+  bool emitAdvances();
   // Warp-specialized pieces, also used by the persistent loop
   // (PersistentDotLoop): ring slots and phases follow a running iteration
   // count `base + j` across the tiles a block computes.
-  bool moveRegs() const { return kl_.numWarps_ == 8; }
+  bool moveRegs() const { return opts_.numWarps == 8; }
   Value isProducer();
   // Thread 0 initializes the stages' mbarriers before a block-wide barrier.
   // The block gains the producer warps; with setmaxnreg the kernel needs a

@@ -8,6 +8,8 @@
 #include "analysis/AxisInfo.h"
 #include "analysis/DotPath.h"
 #include "analysis/Layout.h"
+#include "LoweredValues.h"
+#include "SharedMemoryAllocator.h"
 #include "tessera/CompileOptions.h"
 #include "tile/TileDialect.h"
 #include "tilegpu/TileGPUDialect.h"
@@ -28,16 +30,6 @@ using namespace tessera::analysis;
 
 class DotLoopEmitter;
 
-struct Lowered {
-  // Offset: a tile of pointers equal to `base` (a Virtual tile) advanced by the
-  // uniform element offset `scalar`; how pipelined loops carry pointer tiles.
-  enum Kind { None, Scalar, Dist, Virtual, Offset } kind = None;
-  Value scalar;                // Scalar; Offset: the element offset
-  Value base;                  // Offset
-  SmallVector<Value> regs;     // Dist: one per slot
-  RankedTensorType type;       // tiles
-  std::optional<Layout> layout; // Dist: when not the canonical blocked layout
-};
 
 inline int64_t byteWidth(Type t) {
   if (isa<LLVM::LLVMPointerType>(t))
@@ -53,18 +45,14 @@ inline int64_t log2i(int64_t v) {
 }
 
 class KernelLowering {
-  // Emits the pipelined dot loop (PipelinedDotLoop.cpp) with this lowering's state.
-  friend class DotLoopEmitter;
-
 public:
   /// Receives each remark (the op's location and the message).
   using RemarkSink = std::function<void(Location, const std::string &)>;
 
   KernelLowering(ModuleOp module, func::FuncOp src, const CompileOptions &opts,
                  RemarkSink remarks)
-      : module_(module), src_(src), b_(module.getContext()), axis_(src),
-        numWarps_(opts.numWarps), threads_(32 * opts.numWarps), target_(opts.resolvedTarget()),
-        numStages_(opts.numStages), warpSpecialize_(opts.warpSpecialize), tma_(opts.tma),
+      : module_(module), src_(src), b_(module.getContext()), axis_(src), opts_(opts),
+        target_(opts.resolvedTarget()), threads_(32 * opts.numWarps),
         remarks_(std::move(remarks)), errorLoc_(src.getLoc()) {}
 
   /// Lowers the kernel; on failure the first error is errorLoc() / errorMessage().
@@ -72,7 +60,31 @@ public:
   Location errorLoc() const { return errorLoc_; }
   const std::string &errorMessage() const { return error_; }
 
-private:
+  // ---- what the dot-loop emitter (DotLoopEmitter.h) uses ----
+  /// The thread index (i32), computed once at the kernel's entry.
+  Value tid() const { return tid_; }
+  /// Threads of the num_warps warps (producer warps not counted).
+  int64_t threads() const { return threads_; }
+  AxisInfoAnalysis &axis() { return axis_; }
+  /// The tile-IR kernel being lowered.
+  func::FuncOp source() const { return src_; }
+  /// Whether code before the current op read or wrote memory.
+  bool touchedMemory() const { return touchedMemory_; }
+  /// A warp-specialized loop adds a producer warpgroup of `warps` warps to the
+  /// block, and caps registers at `maxRegs` at entry (0: no cap).
+  void addProducerWarps(int64_t warps, int64_t maxRegs) {
+    extraWarps_ = warps;
+    if (maxRegs)
+      maxRegs_ = maxRegs;
+  }
+  /// After a warp-specialized loop the producers have exited: barriers name
+  /// barrier 1 with the consumers' threads only.
+  void syncConsumersOnly() { barrierThreads_ = threads_; }
+  /// Appends a 128-byte __grid_constant__ parameter for the tensor map
+  /// `spec` (TensorMapSpec text) and returns its generic address (i64).
+  Value addTensorMapParam(const std::string &spec, Location loc);
+
+  // ---- the code-emission toolkit, shared with DotLoopEmitter ----
   // ---- helpers ----
   bool fail(Operation *op, const std::string &msg) {
     if (error_.empty()) {
@@ -126,13 +138,13 @@ private:
 
   // ---- value access ----
   Lowered &lookup(Value v) { return vals_[v]; }
+  LoweredValues &values() { return vals_; }
   Value scalarOf(Value v) { return vals_[v].scalar; }
   Value elem(Value v, ArrayRef<Value> c, Location loc);
   Value atSlot(Value v, const Layout &l, int64_t s, Location loc);
   SmallVector<Value> materialize(Value v, Location loc);
   Value toSmem(Value v, Location loc);
   Value smemBase(int64_t offsetBytes, Location loc);
-  int64_t allocSmem(int64_t bytes);
   Value smemPtr(Value base, Value index, Type elemTy, Location loc);
   // Inline PTX with side effects, so that nothing moves across it; several
   // results come back as one literal struct.
@@ -255,8 +267,10 @@ private:
   }
 
   // ---- op lowering ----
-  bool lowerBlock(Block &blk);
   bool lowerOp(Operation *op);
+
+private:
+  bool lowerBlock(Block &blk);
   bool lowerElementwise(Operation *op);
   bool lowerConvertLayout(tgpu::ConvertLayoutOp op);
   bool lowerLoad(tile::LoadOp op);
@@ -292,44 +306,24 @@ private:
   SmallVector<Type> flatTypes(Type t);
   void bindFlat(Value v, ValueRange flat, size_t &pos, const Layout *l = nullptr);
 
-  void pushScope() { memo_.emplace_back(); }
-  void popScope() { memo_.pop_back(); }
+  void pushScope() { vals_.pushScope(); }
+  void popScope() { vals_.popScope(); }
 
   ModuleOp module_;
   func::FuncOp src_, dst_;
   OpBuilder b_;
   AxisInfoAnalysis axis_;
-  int numWarps_;
-  int64_t threads_;
-  Target target_;
-  int numStages_;
-  bool warpSpecialize_;
-  bool tma_;
+  const CompileOptions opts_;
+  const Target target_;     // opts_.resolvedTarget()
+  const int64_t threads_;   // 32 * opts_.numWarps
   // TensorMapSpec texts of the tensor-map parameters added so far.
   SmallVector<std::string> tensorMaps_;
-  /// Appends a 128-byte __grid_constant__ parameter for the tensor map
-  /// `spec` (TensorMapSpec text) and returns its generic address (i64).
-  Value addTensorMapParam(const std::string &spec, Location loc);
   // After a warp-specialized loop the producer warps have exited: barriers
   // then name barrier 1 with this many threads (0: bar.sync 0, all threads).
   int64_t barrierThreads_ = 0;
   // Warps a warp-specialized loop adds to the block, and the register cap at
   // entry that its setmaxnreg needs (0: none).
   int64_t extraWarps_ = 0;
-  // Shared memory free for reuse after a pipelined dot loop (its stages).
-  // Tiles staged by toSmem after the loop take the front of it (they stay
-  // valid for the rest of the region: nothing else writes there), the
-  // epilogue's transient staging what is left after them.
-  int64_t scratchOff_ = 0, scratchBytes_ = 0, scratchUsed_ = 0;
-  /// `bytes` of shared memory from the freed stages of the last pipelined
-  /// loop, `align`-aligned, or -1 when they do not fit there.
-  int64_t takeScratch(int64_t bytes, int64_t align) {
-    int64_t off = (scratchOff_ + scratchUsed_ + align - 1) / align * align;
-    if (off + bytes > scratchOff_ + scratchBytes_)
-      return -1;
-    scratchUsed_ = off + bytes - scratchOff_;
-    return off;
-  }
   int64_t maxRegs_ = 0;
   // Whether code before the current op read or wrote memory (producer warps
   // of a warp-specialized loop run that code with thread ids past the layouts).
@@ -337,13 +331,11 @@ private:
   RemarkSink remarks_;
   Value tid_;
   LLVM::GlobalOp smemGlobal_;
-  int64_t smemUsed_ = 0;
+  SharedMemoryAllocator smem_;
   int printCount_ = 0;
-  DenseMap<Value, Lowered> vals_;
+  LoweredValues vals_;
   DenseMap<Value, int64_t> smemOffsets_;
   std::map<std::pair<std::vector<int64_t>, int64_t>, SmallVector<Value>> coordCache_;
-  using MemoKey = std::pair<void *, std::vector<void *>>;
-  std::vector<std::map<MemoKey, Value>> memo_;
   Location errorLoc_;
   std::string error_;
 };

@@ -44,14 +44,14 @@ bool KernelLowering::lowerStoreThroughSmem(tile::StoreOp op, const Layout &mmaLa
   int64_t bytes = rows * pitch;
   // Transient: after the tiles staged in the scratch (which stay live), and
   // not counted as taken.
-  int64_t off = (scratchOff_ + scratchUsed_ + 127) / 128 * 128;
-  if (off + bytes > scratchOff_ + scratchBytes_) {
+  int64_t off = smem_.transientScratch(bytes, 128);
+  if (off < 0) {
     // 128-byte aligned: a warp's 16-byte reads of a row then touch as few
     // 128-byte lines as the padding allows.
-    smemUsed_ = (smemUsed_ + 127) / 128 * 128;
-    if (smemUsed_ + bytes > kMaxSharedBytes)
+    smem_.alignEnd(128);
+    if (!smem_.fits(bytes))
       return false;
-    off = allocSmem(bytes);
+    off = smem_.allocate(bytes);
   }
   auto ptr3 = LLVM::LLVMPointerType::get(b_.getContext(), 3);
   Value base = LLVM::PtrToIntOp::create(b_, loc, b_.getI32Type(), smemBase(off, loc));

@@ -36,13 +36,13 @@ bool DotLoopEmitter::applies() {
   };
   std::string tile = std::to_string(BM) + "x" + std::to_string(BN) + "x" + std::to_string(BK);
   DotPath path = swap ? DotPath::Swapped : useWgmma ? DotPath::Wgmma : DotPath::MmaSync;
-  if (std::string why = dotTileWhyNot(path, half, BM, BN, BK, eb, kl_.numWarps_, kMajorB);
+  if (std::string why = dotTileWhyNot(path, half, BM, BN, BK, eb, opts_.numWarps, kMajorB);
       !why.empty())
     return no(why);
   // Both operands must be contiguous along their last dimension (rows of A
   // along K, rows of B along N): whole 16-byte chunks are copied.
   for (tile::LoadOp ld : {m_.loadA, m_.loadB})
-    if (!rowsContiguous(kl_.axis_, ld, eb))
+    if (!rowsContiguous(kl_.axis(), ld, eb))
       return no(std::string("the rows of operand ") + (ld == m_.loadA ? "A" : "B") +
                 " are not provably contiguous (a unit inner stride: pass 1 at launch, which "
                 "specialization makes a constant, or --assume NAME=1)");
@@ -54,7 +54,7 @@ bool DotLoopEmitter::applies() {
       return no("a carried pointer tile does not start from index arithmetic");
   }
   // Too large for this many stages (the caller tries fewer).
-  if (kl_.smemUsed_ + 1024 + allocBytes() > kMaxSharedBytes)
+  if (smem_.used() + 1024 + allocBytes() > kMaxSharedBytes)
     return no(std::to_string(S) + " stages of the " + tile + " tile need " +
               std::to_string(allocBytes()) + " bytes of shared memory; the limit is " +
               std::to_string(kMaxSharedBytes));
@@ -62,11 +62,11 @@ bool DotLoopEmitter::applies() {
 }
 
 bool DotLoopEmitter::wsApplies(const std::function<bool(std::string)> &no) {
-  if (!useWgmma || bViaRegs || (kl_.numWarps_ != 4 && kl_.numWarps_ != 8))
+  if (!useWgmma || bViaRegs || (opts_.numWarps != 4 && opts_.numWarps != 8))
     return no("warp specialization needs wgmma with B read from its copy, and 4 or 8 warps");
   // Producer threads run the code before the loop with thread ids past
   // every layout, and exit after it.
-  if (!persistent && (op_->getParentOp() != kl_.src_.getOperation() || kl_.touchedMemory_ || kl_.smemUsed_))
+  if (!persistent && (op_->getParentOp() != kl_.source().getOperation() || kl_.touchedMemory() || smem_.used()))
     return no("warp specialization needs the loop at the kernel's top level, after code that "
               "touches no memory");
   // Operands that TMA loads need neither: the copy engine clips ragged
@@ -96,20 +96,17 @@ std::string DotLoopEmitter::summary() const {
                               : ", B through registers";
   std::string tma = tmaA && tmaB   ? ", A and B by TMA"
                     : tmaA || tmaB ? std::string(tmaA ? ", A" : ", B") + " by TMA (not " + tmaWhyNot + ")"
-                    : ws && kl_.tma_ ? " (no TMA: " + tmaWhyNot + ")"
+                    : ws && opts_.tma ? " (no TMA: " + tmaWhyNot + ")"
                                      : "";
   return what + ", " + std::to_string(S) + " stages" + b +
          (ws ? ", warp-specialized (a producer warpgroup copies)" : "") + tma;
 }
 
 void DotLoopEmitter::allocate() {
-  int64_t smemOff = (kl_.smemUsed_ + 1023) / 1024 * 1024;
-  kl_.smemUsed_ = smemOff + allocBytes();
+  int64_t smemOff = smem_.allocate(allocBytes(), 1024);
   // After the loop its stages are free: the epilogue may stage stores
   // there (not in a persistent loop, whose producers run ahead).
-  kl_.scratchOff_ = smemOff;
-  kl_.scratchBytes_ = persistent ? 0 : totalBytes;
-  kl_.scratchUsed_ = 0;
+  smem_.setScratch(smemOff, persistent ? 0 : totalBytes);
   smemAddr = LLVM::PtrToIntOp::create(b_, loc, i32, kl_.smemBase(smemOff, loc));
 }
 
@@ -200,15 +197,15 @@ void DotLoopEmitter::bindOffsets(Value j /*i32*/) {
     l.base = a.base;
     l.scalar =
         arith::AddIOp::create(b_, loc, a.offset0, arith::MulIOp::create(b_, loc, j64, a.step));
-    kl_.vals_[op_.getRegionIterArgs()[a.index]] = l;
+    vals_[op_.getRegionIterArgs()[a.index]] = l;
   }
 }
 
 DotLoopEmitter::CopyFacts DotLoopEmitter::copyFacts(tile::LoadOp ld) {
-  AxisInfo pa = kl_.axis_.get(ld.getPtr());
+  AxisInfo pa = kl_.axis().get(ld.getPtr());
   CopyFacts f;
   f.aligned = pa.divisibility.back() >= 16;
-  f.maskWhole = !ld.getMask() || kl_.axis_.get(ld.getMask()).constancy.back() >= vecElems;
+  f.maskWhole = !ld.getMask() || kl_.axis().get(ld.getMask()).constancy.back() >= vecElems;
   f.fourByte = eb == 4 && pa.divisibility.back() >= 4;
   return f;
 }
@@ -219,7 +216,7 @@ Layout DotLoopEmitter::copyLayout(tile::LoadOp ld) {
   cl.shape = {rt.getDimSize(0), rt.getDimSize(1)};
   cl.total = cl.shape[0] * cl.shape[1];
   cl.vec = vecElems;
-  cl.chunks = cl.total / (kl_.threads_ * vecElems);
+  cl.chunks = cl.total / (kl_.threads() * vecElems);
   return cl;
 }
 
@@ -344,7 +341,7 @@ bool DotLoopEmitter::issueCopy(tile::LoadOp ld, Value dst, const Placement &plac
 }
 
 SmallVector<Value> DotLoopEmitter::bChunkCoords(int64_t k) {
-  Value q = arith::AddIOp::create(b_, loc, kl_.tid_, c32(k * kl_.threads_));
+  Value q = arith::AddIOp::create(b_, loc, kl_.tid(), c32(k * kl_.threads()));
   Value kRow = arith::AddIOp::create(
       b_, loc, arith::AndIOp::create(b_, loc, q, c32(15)),
       arith::MulIOp::create(b_, loc, arith::DivUIOp::create(b_, loc, q, c32(16 * nChunks)),
@@ -422,7 +419,7 @@ void DotLoopEmitter::storeTransposed(ValueRange regs, Value dst) {
 }
 
 bool DotLoopEmitter::bindIteration(Value j) {
-  kl_.pushScope();
+  vals_.pushScope();
   Value jIv = j;
   if (ivTy != i32)
     jIv = arith::ExtSIOp::create(b_, loc, ivTy, j);
@@ -451,7 +448,7 @@ bool DotLoopEmitter::loadB(Value j, SmallVector<Value> &vals) {
     bool ok = bindIteration(j);
     if (ok)
       scf::YieldOp::create(b_, loc, loadRegs(m_.loadB));
-    kl_.popScope();
+    vals_.popScope();
     if (!ok)
       return false;
   }
@@ -497,7 +494,7 @@ bool DotLoopEmitter::issueIteration(Value j, ArrayRef<Value> bVals) {
     storeTransposed(bVals, bStage(j));
   else
     ok = ok && issueCopy(m_.loadB, bStage(j), bPlacement());
-  kl_.popScope();
+  vals_.popScope();
   return ok;
 }
 
@@ -582,8 +579,8 @@ std::string DotLoopEmitter::wgmmaConstraints() const {
 
 void DotLoopEmitter::emitMmaSyncSteps(SmallVector<Value> &accs, Value i) {
   Type f32 = b_.getF32Type();
-  Value lane = arith::AndIOp::create(b_, loc, kl_.tid_, c32(31));
-  Value warp = arith::ShRUIOp::create(b_, loc, kl_.tid_, c32(5));
+  Value lane = arith::AndIOp::create(b_, loc, kl_.tid(), c32(31));
+  Value warp = arith::ShRUIOp::create(b_, loc, kl_.tid(), c32(5));
   Value rowBase = arith::MulIOp::create(b_, loc, arith::DivUIOp::create(b_, loc, warp, c32(accLay.wn)),
                                         c32(accLay.tm * 16));
   Value colBase = arith::MulIOp::create(b_, loc, arith::RemUIOp::create(b_, loc, warp, c32(accLay.wn)),
@@ -650,7 +647,7 @@ void DotLoopEmitter::emitMmaSyncSteps(SmallVector<Value> &accs, Value i) {
 }
 
 Value DotLoopEmitter::wgRowBytes() {
-  Value warp = arith::ShRUIOp::create(b_, loc, kl_.tid_, c32(5));
+  Value warp = arith::ShRUIOp::create(b_, loc, kl_.tid(), c32(5));
   return arith::MulIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, warp, c32(2)),
                                c32(T * 64 * WA));
 }
@@ -757,7 +754,7 @@ void DotLoopEmitter::bindResults(ArrayRef<Value> accs) {
       l.type = cast<RankedTensorType>(res.getType());
       l.layout = accLay;
       l.regs.assign(accs.begin(), accs.end());
-      kl_.vals_[res] = l;
+      vals_[res] = l;
     }
   }
   for (const Advance &a : advances) {
@@ -768,7 +765,7 @@ void DotLoopEmitter::bindResults(ArrayRef<Value> accs) {
     l.scalar = arith::AddIOp::create(
         b_, loc, a.offset0,
         arith::MulIOp::create(b_, loc, arith::ExtSIOp::create(b_, loc, i64, n), a.step));
-    kl_.vals_[op_.getResult(a.index)] = l;
+    vals_[op_.getResult(a.index)] = l;
   }
 }
 
@@ -783,8 +780,8 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
   };
   if (!target_.hasCpAsync())
     return notPipelined("target " + target_.name() + " has no cp.async (sm_80 or later)");
-  if (numStages_ < 3)
-    return notPipelined("num_stages is " + std::to_string(numStages_) + "; the pipeline needs 3 or more");
+  if (opts_.numStages < 3)
+    return notPipelined("num_stages is " + std::to_string(opts_.numStages) + "; the pipeline needs 3 or more");
   std::optional<DotLoop> m = matchDotLoop(op);
   if (!m)
     return notPipelined("the body is not two loads feeding one dot, pure index arithmetic and "
@@ -795,7 +792,7 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
   // wgmma where the target has it and the tile fits it; else mma.sync for
   // 16-bit operands. num_stages is an upper bound: with fewer stages than
   // asked for when those do not fit in shared memory, the loop still pipelines.
-  bool wgmmaTarget = isWgmmaTarget(target_, numWarps_);
+  bool wgmmaTarget = isWgmmaTarget(target_, opts_.numWarps);
   std::string why, wsWhy;
   // tf32 tries C^T = B^T A^T first (no shared-memory transpose of B).
   for (DotPath path : {DotPath::Swapped, DotPath::Wgmma, DotPath::MmaSync}) {
@@ -805,12 +802,12 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
     // Warp-specialized first, with a power-of-two stage count (slots and
     // phases of the running iteration count are then masks and shifts).
     for (bool ws : {true, false}) {
-      if (ws && !(wgmma && warpSpecialize_))
+      if (ws && !(wgmma && opts_.warpSpecialize))
         continue;
-      for (int stages = numStages_; stages >= 3; --stages) {
+      for (int stages = opts_.numStages; stages >= 3; --stages) {
         if (ws && (stages & (stages - 1)))
           continue;
-        DotLoopEmitter emitter(*this, op, *m, *kind, stages, wgmma, path == DotPath::Swapped, ws);
+        DotLoopEmitter emitter(*this, b_, opts_, smem_, vals_, op, *m, *kind, stages, wgmma, path == DotPath::Swapped, ws);
         if (emitter.applies()) {
           std::string note = !ws && !wsWhy.empty() ? " (not warp-specialized: " + wsWhy + ")" : "";
           remark(op, "dot loop pipelined: " + emitter.summary() + note);

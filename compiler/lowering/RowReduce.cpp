@@ -62,8 +62,8 @@ std::optional<bool> KernelLowering::lowerLastAxisReduce(tile::ReduceOp op) {
   SmallVector<Value> bases;
   for (Type et : ets) {
     int64_t bytes = rows * warpsPerRow * byteWidth(et);
-    int64_t at = takeScratch(bytes, 16);
-    bases.push_back(smemBase(at >= 0 ? at : allocSmem(bytes), loc));
+    int64_t at = smem_.takeScratch(bytes, 16);
+    bases.push_back(smemBase(at >= 0 ? at : smem_.allocate(bytes), loc));
   }
   Value tid = tid_;
   Value leader = arith::CmpIOp::create(

@@ -122,12 +122,6 @@ Value KernelLowering::flatIndex(ArrayRef<Value> c, ArrayRef<int64_t> shape, Loca
   return flat;
 }
 
-int64_t KernelLowering::allocSmem(int64_t bytes) {
-  int64_t off = (smemUsed_ + 15) / 16 * 16;
-  smemUsed_ = off + bytes;
-  return off;
-}
-
 Value KernelLowering::smemBase(int64_t offsetBytes, Location loc) {
   auto ptr3 = LLVM::LLVMPointerType::get(b_.getContext(), 3);
   Value base = LLVM::AddressOfOp::create(b_, loc, ptr3, smemGlobal_.getSymName());
@@ -155,18 +149,17 @@ static Type memType(Type t, MLIRContext *ctx) {
 
 Value KernelLowering::toSmem(Value v, Location loc) {
   // The copy is valid within the region that wrote it (and regions nested in it).
-  MemoKey key{v.getAsOpaquePointer(), {nullptr}};
-  for (auto it = memo_.rbegin(); it != memo_.rend(); ++it)
-    if (auto f = it->find(key); f != it->end())
-      return f->second;
+  LoweredValues::MemoKey key{v.getAsOpaquePointer(), {nullptr}};
+  if (Value known = vals_.recall(key))
+    return known;
   auto t = cast<RankedTensorType>(v.getType());
   Type et = convertElem(t.getElementType());
   Type mt = memType(et, b_.getContext());
   auto off = smemOffsets_.find(v);
   if (off == smemOffsets_.end()) {
     int64_t bytes = t.getNumElements() * byteWidth(mt);
-    int64_t at = takeScratch(bytes, 16);
-    off = smemOffsets_.insert({v, at >= 0 ? at : allocSmem(bytes)}).first;
+    int64_t at = smem_.takeScratch(bytes, 16);
+    off = smemOffsets_.insert({v, at >= 0 ? at : smem_.allocate(bytes)}).first;
   }
   Value base = smemBase(off->second, loc);
   Layout l = layoutOfValue(v);
@@ -180,7 +173,7 @@ Value KernelLowering::toSmem(Value v, Location loc) {
     LLVM::StoreOp::create(b_, loc, val, smemPtr(base, idx, mt, loc));
   }
   barrier(loc);
-  memo_.back()[key] = base;
+  vals_.remember(key, base);
   return base;
 }
 
@@ -218,12 +211,11 @@ Value KernelLowering::elem(Value v, ArrayRef<Value> c, Location loc) {
   Lowered &lv = lookup(v);
   if (lv.kind == Lowered::Scalar)
     return lv.scalar;
-  MemoKey key{v.getAsOpaquePointer(), {}};
+  LoweredValues::MemoKey key{v.getAsOpaquePointer(), {}};
   for (Value x : c)
     key.second.push_back(x.getAsOpaquePointer());
-  for (auto it = memo_.rbegin(); it != memo_.rend(); ++it)
-    if (auto f = it->find(key); f != it->end())
-      return f->second;
+  if (Value known = vals_.recall(key))
+    return known;
   Value r;
   auto shape = lv.type.getShape();
   if (lv.kind == Lowered::Offset) {
@@ -291,7 +283,7 @@ Value KernelLowering::elem(Value v, ArrayRef<Value> c, Location loc) {
       }
     }
   }
-  memo_.back()[key] = r;
+  vals_.remember(key, r);
   return r;
 }
 
@@ -310,7 +302,7 @@ bool KernelLowering::run() {
   b_.setInsertionPoint(src_);
   dst_ = func::FuncOp::create(b_, loc, name, b_.getFunctionType(argTypes, {}));
   dst_->setAttr("tessera.kernel", b_.getUnitAttr());
-  dst_->setAttr("tessera.num_warps", b_.getI32IntegerAttr(numWarps_));
+  dst_->setAttr("tessera.num_warps", b_.getI32IntegerAttr(opts_.numWarps));
   for (auto attr : {"tile.signature", "tile.constexprs"})
     if (Attribute a = src_->getAttr(attr))
       dst_->setAttr(attr, a);
@@ -338,12 +330,12 @@ bool KernelLowering::run() {
   pushScope();
   bool ok = lowerBlock(src_.getBody().front());
   popScope();
-  if (ok && smemUsed_ > kMaxSharedBytes)
-    ok = fail(src_, "kernel '" + name + "' needs " + std::to_string(smemUsed_) +
+  if (ok && smem_.used() > kMaxSharedBytes)
+    ok = fail(src_, "kernel '" + name + "' needs " + std::to_string(smem_.used()) +
                         " bytes of shared memory; the limit is " + std::to_string(kMaxSharedBytes));
-  dst_->setAttr("tessera.shared_bytes", b_.getI32IntegerAttr(int32_t(smemUsed_)));
+  dst_->setAttr("tessera.shared_bytes", b_.getI32IntegerAttr(int32_t(smem_.used())));
   if (extraWarps_)
-    dst_->setAttr("tessera.num_warps", b_.getI32IntegerAttr(int32_t(numWarps_ + extraWarps_)));
+    dst_->setAttr("tessera.num_warps", b_.getI32IntegerAttr(int32_t(opts_.numWarps + extraWarps_)));
   if (maxRegs_)
     dst_->setAttr("nvvm.maxnreg", b_.getI32IntegerAttr(int32_t(maxRegs_)));
   if (!tensorMaps_.empty()) {
@@ -784,7 +776,7 @@ bool KernelLowering::lowerAtomic(Operation *op) {
     Value first = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::eq, tid_, i32c(0, loc));
     Value m = maskV ? Value(arith::AndIOp::create(b_, loc, first, scalarOf(maskV))) : first;
     Value old = emit(scalarOf(ptrV), scalarOf(valV), cmpV ? scalarOf(cmpV) : Value(), m);
-    Value base = smemBase(allocSmem(byteWidth(et)), loc);
+    Value base = smemBase(smem_.allocate(byteWidth(et)), loc);
     barrier(loc);
     broadcastFrom(old, first, 0, base);
     barrier(loc);
@@ -808,7 +800,7 @@ bool KernelLowering::lowerAtomic(Operation *op) {
   }
   vals_[res] = l;
   if (lay.replicated) { // replicas take the primary's old value
-    Value base = smemBase(allocSmem(lay.total * byteWidth(et)), loc);
+    Value base = smemBase(smem_.allocate(lay.total * byteWidth(et)), loc);
     barrier(loc);
     Value flat = flatIndex(coords(lay, 0), lay.shape, loc);
     broadcastFrom(l.regs[0], primary, 0, smemPtr(base, flat, et, loc));
@@ -1018,7 +1010,7 @@ bool KernelLowering::lowerDot(tile::DotOp op) {
   Type ea = at.getElementType(), ec = ct.getElementType();
   Value aS = toSmem(op.getA(), loc);
   Value bS = toSmem(op.getB(), loc);
-  if (std::optional<Layout> mma = unpipelinedMmaLayout(op, numWarps_))
+  if (std::optional<Layout> mma = unpipelinedMmaLayout(op, opts_.numWarps))
     return lowerDotMma(op, *mma, aS, bS);
   Layout lay = layoutOf(ct);
   SmallVector<Value> accs = materialize(op.getAcc(), loc);
@@ -1162,11 +1154,11 @@ bool KernelLowering::lowerReduce(tile::ReduceOp op) {
                        : Value();
       acc = mergeValid(acc, other, ov);
     }
-    if (numWarps_ > 1) {
+    if (opts_.numWarps > 1) {
       SmallVector<Value> bases;
       for (Type t : ets)
-        bases.push_back(smemBase(allocSmem(numWarps_ * byteWidth(t)), loc));
-      Value validBase = valid ? smemBase(allocSmem(numWarps_), loc) : Value();
+        bases.push_back(smemBase(smem_.allocate(opts_.numWarps * byteWidth(t)), loc));
+      Value validBase = valid ? smemBase(smem_.allocate(opts_.numWarps), loc) : Value();
       Value warp = arith::ShRUIOp::create(b_, loc, tid_, i32c(5, loc));
       Value lane0 = arith::CmpIOp::create(
           b_, loc, arith::CmpIPredicate::eq,
@@ -1196,7 +1188,7 @@ bool KernelLowering::lowerReduce(tile::ReduceOp op) {
       readWarp(0, acc, v0);
       if (validBase)
         valid = v0;
-      for (int64_t w = 1; w < numWarps_; ++w) {
+      for (int64_t w = 1; w < opts_.numWarps; ++w) {
         SmallVector<Value> other;
         Value ov;
         readWarp(w, other, ov);

@@ -30,7 +30,7 @@ std::optional<DotLoopEmitter::TmaOperand> DotLoopEmitter::tmaFor(tile::LoadOp ld
     return no("rows not provably 16-byte aligned");
   std::string why;
   std::optional<TensorMapOperand> m =
-      analyzeTensorMapOperand(ld, op_, kl_.src_.getBody().front(), why);
+      analyzeTensorMapOperand(ld, op_, kl_.source().getBody().front(), why);
   if (!m)
     return no(why);
   if (rows > 256 || width / eb > 256)
@@ -40,7 +40,7 @@ std::optional<DotLoopEmitter::TmaOperand> DotLoopEmitter::tmaFor(tile::LoadOp ld
 }
 
 void DotLoopEmitter::planTma() {
-  if (!kl_.tma_ || !ws || !useWgmma)
+  if (!opts_.tma || !ws || !useWgmma)
     return;
   tmaA = tmaFor(m_.loadA, BM, WA);
   if (!swap)

@@ -73,8 +73,8 @@ void DotLoopEmitter::issueSwapWgmmas(Value i, Value fragOff, SmallVector<Value> 
 }
 
 Value DotLoopEmitter::swapFragOffset() {
-  Value lane = arith::AndIOp::create(b_, loc, kl_.tid_, c32(31));
-  Value warp = arith::ShRUIOp::create(b_, loc, kl_.tid_, c32(5));
+  Value lane = arith::AndIOp::create(b_, loc, kl_.tid(), c32(31));
+  Value warp = arith::ShRUIOp::create(b_, loc, kl_.tid(), c32(5));
   Value nRow = arith::AddIOp::create(
       b_, loc,
       arith::AddIOp::create(

@@ -40,7 +40,7 @@ bool DotLoopEmitter::emitWarpSpecialized(ValueRange acc0, SmallVector<Value> &ac
     } else {
       // Only TMA copies: one thread issues them, the rest of the warpgroup exits.
       scf::IfOp one = kl_.makeIf(
-          arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::eq, kl_.tid_, c32(kl_.threads_)),
+          arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::eq, kl_.tid(), c32(kl_.threads())),
           false, loc);
       OpBuilder::InsertionGuard g1(b_);
       b_.setInsertionPointToStart(one.thenBlock());
@@ -54,11 +54,11 @@ bool DotLoopEmitter::emitWarpSpecialized(ValueRange acc0, SmallVector<Value> &ac
 }
 
 Value DotLoopEmitter::isProducer() {
-  return arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::uge, kl_.tid_, c32(kl_.threads_));
+  return arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::uge, kl_.tid(), c32(kl_.threads()));
 }
 
 void DotLoopEmitter::wsSetup() {
-  Value first = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::eq, kl_.tid_, c32(0));
+  Value first = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::eq, kl_.tid(), c32(0));
   {
     scf::IfOp init = kl_.makeIf(first, false, loc);
     OpBuilder::InsertionGuard g(b_);
@@ -69,14 +69,12 @@ void DotLoopEmitter::wsSetup() {
       int64_t fullCount = (anyCpAsync() ? P : 0) + (anyTma() ? 1 : 0);
       asmCall({}, {mbar(0, c32(q)), c32(fullCount)}, "mbarrier.init.shared::cta.b64 [$0], $1;",
               "r,r,~{memory}");
-      asmCall({}, {mbar(1, c32(q)), c32(kl_.numWarps_)}, "mbarrier.init.shared::cta.b64 [$0], $1;",
+      asmCall({}, {mbar(1, c32(q)), c32(opts_.numWarps)}, "mbarrier.init.shared::cta.b64 [$0], $1;",
               "r,r,~{memory}");
     }
   }
   kl_.barrier(loc);
-  kl_.extraWarps_ = 4;
-  if (moveRegs())
-    kl_.maxRegs_ = 168;
+  kl_.addProducerWarps(4, moveRegs() ? 168 : 0);
 }
 
 void DotLoopEmitter::producerRegs() {
@@ -87,7 +85,7 @@ void DotLoopEmitter::producerRegs() {
 void DotLoopEmitter::consumerRegs() {
   if (moveRegs())
     asmCall({}, {}, "setmaxnreg.inc.sync.aligned.u32 " + std::to_string(kConsumerRegs) + ";", "~{memory}");
-  kl_.barrierThreads_ = kl_.threads_;
+  kl_.syncConsumersOnly();
 }
 
 bool DotLoopEmitter::wsProducer(Value base) {
@@ -96,7 +94,7 @@ bool DotLoopEmitter::wsProducer(Value base) {
   kl_.enterLoopBody(loop);
   Value j = loop.getInductionVar();
   Value gj = arith::AddIOp::create(b_, loc, base, j);
-  ptid = arith::SubIOp::create(b_, loc, kl_.tid_, c32(kl_.threads_));
+  ptid = arith::SubIOp::create(b_, loc, kl_.tid(), c32(kl_.threads()));
   Value slot = slotOf(gj);
   mbarWait(mbar(1, slot), parityOf(gj, 1));
   if (anyTma() && !anyCpAsync()) {
@@ -115,7 +113,7 @@ bool DotLoopEmitter::wsProducer(Value base) {
               (tmaB || (swap ? issueCopy(m_.loadB, rawStage(gj),
                                          [this](Value r, Value colByte) { return rowMajorRaw(r, colByte); })
                              : issueCopy(m_.loadB, bStage(gj), bPlacement())));
-    kl_.popScope();
+    vals_.popScope();
     if (!ok)
       return false;
     asmCall({}, {mbar(0, slot)}, "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];", "r,~{memory}");
@@ -128,7 +126,7 @@ bool DotLoopEmitter::wsProducer(Value base) {
 bool DotLoopEmitter::wsConsumer(ValueRange acc0, SmallVector<Value> &accs, Value base, bool releaseLast) {
   Value rowBytes = swap ? swapFragOffset() : wgRowBytes();
   Value lane0 = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::eq,
-                                      arith::AndIOp::create(b_, loc, kl_.tid_, c32(31)), c32(0));
+                                      arith::AndIOp::create(b_, loc, kl_.tid(), c32(31)), c32(0));
   // Lane 0 of each consumer warp releases running iteration g's stage (its
   // wgmmas are complete: the wait before is warp-collective).
   auto release = [&](Value cond, Value g) {
@@ -171,8 +169,8 @@ bool DotLoopEmitter::wsConsumer(ValueRange acc0, SmallVector<Value> &accs, Value
 // tile. The producers run into the next tile while the consumers store the
 // last, which hides the epilogue and the pipeline's fill.
 std::optional<bool> KernelLowering::lowerPersistentDotLoop(scf::ForOp outer) {
-  if (!warpSpecialize_ || !target_.hasWgmma() || (numWarps_ != 4 && numWarps_ != 8) ||
-      outer->getParentOp() != src_.getOperation() || touchedMemory_ || smemUsed_ ||
+  if (!opts_.warpSpecialize || !target_.hasWgmma() || (opts_.numWarps != 4 && opts_.numWarps != 8) ||
+      outer->getParentOp() != src_.getOperation() || touchedMemory_ || smem_.used() ||
       outer.getNumResults())
     return std::nullopt;
   Block &body = *outer.getBody();
@@ -209,14 +207,14 @@ std::optional<bool> KernelLowering::lowerPersistentDotLoop(scf::ForOp outer) {
   // power-of-two ring (see lowerPipelinedDotLoop), room for the staged
   // epilogue (or, failing all, none: the epilogue then stores from registers).
   auto fits = [&](int stages, bool swapPath, int64_t reserve) {
-    DotLoopEmitter e(*this, inner, *m, *kind, stages, /*wgmma=*/true, swapPath, /*ws=*/true);
+    DotLoopEmitter e(*this, b_, opts_, smem_, vals_, inner, *m, *kind, stages, /*wgmma=*/true, swapPath, /*ws=*/true);
     e.persistent = true;
-    return e.applies() && smemUsed_ + 1024 + e.allocBytes() + reserve + 16 <= kMaxSharedBytes;
+    return e.applies() && smem_.used() + 1024 + e.allocBytes() + reserve + 16 <= kMaxSharedBytes;
   };
   std::optional<std::pair<int, bool>> pick;
   for (int64_t reserve : {epilogueBytes, int64_t(0)})
     for (bool swapPath : {true, false})
-      for (int stages = numStages_; stages >= 3 && !pick; --stages)
+      for (int stages = opts_.numStages; stages >= 3 && !pick; --stages)
         if (!(stages & (stages - 1)) &&
             dotPathAllowed(swapPath ? DotPath::Swapped : DotPath::Wgmma, *kind,
                            /*wgmmaTarget=*/true, bool(m->transB)) &&
@@ -224,7 +222,7 @@ std::optional<bool> KernelLowering::lowerPersistentDotLoop(scf::ForOp outer) {
           pick = std::pair{stages, swapPath};
   if (!pick)
     return std::nullopt;
-  DotLoopEmitter e(*this, inner, *m, *kind, pick->first, /*wgmma=*/true, pick->second, /*ws=*/true);
+  DotLoopEmitter e(*this, b_, opts_, smem_, vals_, inner, *m, *kind, pick->first, /*wgmma=*/true, pick->second, /*ws=*/true);
   e.persistent = true;
   if (!e.applies()) // as in fits(); it also plans the TMA operands
     return std::nullopt;

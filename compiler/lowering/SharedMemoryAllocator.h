@@ -1,0 +1,60 @@
+// The dynamic shared memory of one kernel: a bump allocator up to the
+// block's opt-in limit, plus a scratch region (the stage buffers of the last
+// pipelined dot loop, free for reuse after it). One object per kernel,
+// shared by the generic lowering and the dot-loop emitter; liveness-based
+// reuse of buffers belongs here.
+#ifndef TESSERA_LOWERING_SHAREDMEMORYALLOCATOR_H
+#define TESSERA_LOWERING_SHAREDMEMORYALLOCATOR_H
+
+#include "analysis/Layout.h"
+
+#include <cstdint>
+
+namespace tessera::lowering::detail {
+
+class SharedMemoryAllocator {
+public:
+  /// Bytes in use: the kernel's dynamic shared memory at launch.
+  int64_t used() const { return used_; }
+  /// Whether `bytes` more, at the current end, stay within the limit.
+  bool fits(int64_t bytes) const { return used_ + bytes <= analysis::kMaxSharedBytes; }
+  /// Offset of `bytes` new bytes at the next `align`-aligned offset.
+  int64_t allocate(int64_t bytes, int64_t align = 16) {
+    int64_t off = roundUp(used_, align);
+    used_ = off + bytes;
+    return off;
+  }
+  /// Moves the end to the next multiple of `align`.
+  void alignEnd(int64_t align) { used_ = roundUp(used_, align); }
+
+  /// [offset, offset + bytes) is free from here on (a finished loop's stages).
+  void setScratch(int64_t offset, int64_t bytes) {
+    scratchOff_ = offset;
+    scratchBytes_ = bytes;
+    scratchUsed_ = 0;
+  }
+  /// `bytes` of the scratch region, `align`-aligned, kept for the rest of the
+  /// region (a staged tile); -1 when they do not fit there.
+  int64_t takeScratch(int64_t bytes, int64_t align) {
+    int64_t off = roundUp(scratchOff_ + scratchUsed_, align);
+    if (off + bytes > scratchOff_ + scratchBytes_)
+      return -1;
+    scratchUsed_ = off + bytes - scratchOff_;
+    return off;
+  }
+  /// `bytes` of the scratch region after what is kept, for transient use
+  /// (not counted as taken); -1 when they do not fit there.
+  int64_t transientScratch(int64_t bytes, int64_t align) const {
+    int64_t off = roundUp(scratchOff_ + scratchUsed_, align);
+    return off + bytes > scratchOff_ + scratchBytes_ ? -1 : off;
+  }
+
+private:
+  static int64_t roundUp(int64_t v, int64_t align) { return (v + align - 1) / align * align; }
+  int64_t used_ = 0;
+  int64_t scratchOff_ = 0, scratchBytes_ = 0, scratchUsed_ = 0;
+};
+
+} // namespace tessera::lowering::detail
+
+#endif
