@@ -6,7 +6,8 @@
 #                      the basics (build/bin/basics_check: on the GPU if there is
 #                      one, else the interpreter)
 #   ./setup.sh test    build, then run every test (unit, lit, examples, basics,
-#                      ptxas; what needs a GPU or the CUDA toolkit skips visibly)
+#                      ptxas, the installed package; what needs a GPU or the CUDA
+#                      toolkit skips visibly)
 #   ./setup.sh build   only install and build
 #   ./setup.sh deps    only install the system packages
 set -euo pipefail
@@ -98,5 +99,5 @@ case "${1:-}" in
   build) build ;;
   test) run_tests ;;
   main) main_job ;;
-  *) sed -n '2,11p' "$0"; exit 2 ;;
+  *) sed -n '2,12p' "$0"; exit 2 ;;
 esac

@@ -7,5 +7,8 @@ rm -rf .carry && mkdir -p .carry/bin .carry/lib
 for t in tessera tessera-tests basics_check matmul_bench basics_bench roast_bench; do
   cp build/bin/$t .carry/bin/ && strip .carry/bin/$t
 done
-cp build/lib/libtessera.so .carry/lib/ && strip .carry/lib/libtessera.so
+# The tools need the library by its SONAME (libtessera.so.MAJOR.MINOR).
+so=$(objdump -p build/lib/libtessera.so | awk '$1 == "SONAME" {print $2}')
+cp -L build/lib/libtessera.so .carry/lib/$so && strip .carry/lib/$so
+ln -sf $so .carry/lib/libtessera.so
 du -sh .carry
