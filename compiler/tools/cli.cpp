@@ -100,24 +100,23 @@ bool parseInt(const std::string &flag, const std::string &v, int &out, std::stri
 
 // The range checks are CompileOptions::validate()'s, so that the CLI, the
 // JIT and the driver reject the same values with the same words.
-bool parseNumWarps(const std::string &v, int &numWarps, std::string &error) {
+static bool parseValidated(const std::string &flag, const std::string &v, int CompileOptions::*field,
+                           int &out, std::string &error) {
   CompileOptions o;
-  if (!parseInt("--num-warps", v, o.numWarps, error))
+  if (!parseInt(flag, v, o.*field, error))
     return false;
   if (error = o.validate(); !error.empty())
     return false;
-  numWarps = o.numWarps;
+  out = o.*field;
   return true;
 }
 
+bool parseNumWarps(const std::string &v, int &numWarps, std::string &error) {
+  return parseValidated("--num-warps", v, &CompileOptions::numWarps, numWarps, error);
+}
+
 bool parseNumStages(const std::string &v, int &numStages, std::string &error) {
-  CompileOptions o;
-  if (!parseInt("--num-stages", v, o.numStages, error))
-    return false;
-  if (error = o.validate(); !error.empty())
-    return false;
-  numStages = o.numStages;
-  return true;
+  return parseValidated("--num-stages", v, &CompileOptions::numStages, numStages, error);
 }
 
 bool parseUnsigned(const std::string &text, unsigned long long &value) {
