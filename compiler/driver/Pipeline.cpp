@@ -17,6 +17,7 @@
 // in the same run; nothing is printed and parsed again.
 #include "Frontend.h"
 #include "Passes.h"
+#include "analysis/TensorMapAttr.h"
 #include "backend/PTXEmitter.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -93,10 +94,10 @@ bool collectKernelMetadata(ModuleOp module, CompileResult &r) {
       r.blockWarps[name] = attr.getInt();
     if (auto maps = fn->getAttrOfType<ArrayAttr>("tessera.tensor_maps"))
       for (Attribute a : maps) {
-        std::optional<TensorMapSpec> spec = parseTensorMapSpec(cast<StringAttr>(a).str());
+        std::optional<TensorMapSpec> spec = analysis::tensorMapFromAttr(a);
         if (!spec) {
           r.diagnostics = "error: internal compiler error: kernel '" + name +
-                          "' has a malformed tensor map '" + cast<StringAttr>(a).str() + "'\n";
+                          "' has a malformed tensor map\n";
           return false;
         }
         r.tensorMaps[name].push_back(*spec);

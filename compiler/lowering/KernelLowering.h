@@ -11,6 +11,7 @@
 #include "LoweredValues.h"
 #include "SharedMemoryAllocator.h"
 #include "tessera/CompileOptions.h"
+#include "tessera/TensorMapSpec.h"
 #include "tile/TileDialect.h"
 #include "tilegpu/TileGPUDialect.h"
 
@@ -81,8 +82,8 @@ public:
   /// barrier 1 with the consumers' threads only.
   void syncConsumersOnly() { barrierThreads_ = threads_; }
   /// Appends a 128-byte __grid_constant__ parameter for the tensor map
-  /// `spec` (TensorMapSpec text) and returns its generic address (i64).
-  Value addTensorMapParam(const std::string &spec, Location loc);
+  /// `spec` and returns its generic address (i64).
+  Value addTensorMapParam(const TensorMapSpec &spec, Location loc);
 
   // ---- the code-emission toolkit, shared with DotLoopEmitter ----
   // ---- helpers ----
@@ -316,8 +317,8 @@ private:
   const CompileOptions opts_;
   const Target target_;     // opts_.resolvedTarget()
   const int64_t threads_;   // 32 * opts_.numWarps
-  // TensorMapSpec texts of the tensor-map parameters added so far.
-  SmallVector<std::string> tensorMaps_;
+  // The tensor-map parameters added so far, in order.
+  SmallVector<TensorMapSpec> tensorMaps_;
   // After a warp-specialized loop the producer warps have exited: barriers
   // then name barrier 1 with this many threads (0: bar.sync 0, all threads).
   int64_t barrierThreads_ = 0;

@@ -17,6 +17,7 @@
 #include "KernelLowering.h"
 #include "Passes.h"
 #include "analysis/ModuleOptions.h"
+#include "analysis/TensorMapAttr.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -340,15 +341,15 @@ bool KernelLowering::run() {
     dst_->setAttr("nvvm.maxnreg", b_.getI32IntegerAttr(int32_t(maxRegs_)));
   if (!tensorMaps_.empty()) {
     SmallVector<Attribute> specs;
-    for (const std::string &s : tensorMaps_)
-      specs.push_back(b_.getStringAttr(s));
+    for (const TensorMapSpec &s : tensorMaps_)
+      specs.push_back(analysis::tensorMapAttr(b_.getContext(), s));
     dst_->setAttr("tessera.tensor_maps", b_.getArrayAttr(specs));
   }
   src_.erase();
   return ok;
 }
 
-Value KernelLowering::addTensorMapParam(const std::string &spec, Location loc) {
+Value KernelLowering::addTensorMapParam(const TensorMapSpec &spec, Location loc) {
   MLIRContext *ctx = b_.getContext();
   unsigned idx = dst_.getNumArguments();
   NamedAttrList attrs;

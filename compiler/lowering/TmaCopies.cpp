@@ -70,7 +70,7 @@ bool DotLoopEmitter::addTensorMaps() {
     s.boxCols = int((*t)->width / eb);
     s.boxRows = int((*t)->rows);
     s.swizzleBytes = int((*t)->width);
-    (*t)->param = kl_.addTensorMapParam(formatTensorMapSpec(s), loc);
+    (*t)->param = kl_.addTensorMapParam(s, loc);
     if (!(*t)->param)
       return kl_.fail(op_, "could not add a tensor-map parameter");
   }
