@@ -4,7 +4,7 @@
 // engine writes the boxes in the same swizzled form that the cp.async path
 // produces (TMA's 32/64/128-byte swizzles are the XOR of address bits 4-6
 // with bits 7-9, as `swizzled` computes), and zero-fills what lies past the
-// extents the mask gave. See docs/architecture.md section 4.
+// extents the mask gave. See docs/performance.md section 4.
 #include "DotLoopEmitter.h"
 
 #include "tessera/TensorMapSpec.h"

@@ -1,5 +1,5 @@
 // Warp specialization of pipelined dot loops (DotLoopEmitter's ws pieces)
-// and persistent tile loops; see docs/architecture.md section 4.
+// and persistent tile loops; see docs/performance.md section 4.
 #include "DotLoopEmitter.h"
 
 #include "mlir/Interfaces/SideEffectInterfaces.h"

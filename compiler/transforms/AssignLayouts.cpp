@@ -1,5 +1,5 @@
 // tessera-assign-layouts: records, per tensor-core dot, the accumulator layout
-// that the lowering's dot path produces (lowering/DotLayoutPlan.cpp decides),
+// that the lowering's dot path produces (analysis/DotLayoutPlan.cpp decides),
 // and inserts the conversions that make every other use see the blocked
 // layout. tessera-remove-layout-conversions then removes the needless ones.
 #include "Passes.h"
