@@ -10,6 +10,7 @@
 #ifndef TESSERA_TESSERA_H
 #define TESSERA_TESSERA_H
 
+#include "tessera/Benchmark.h"
 #include "tessera/Compiler.h"
 #include "tessera/JIT.h"
 #include "tessera/Runtime.h"
