@@ -1,5 +1,5 @@
 // The autotuner's foundation: configs, config spaces with key bucketing, the
-// tuning key and tuning records.
+// tuning key, tuning records and the on-disk tuning cache (docs/autotune.md).
 //
 //   tessera::ConfigSpace space;
 //   space.add(tessera::Config{{{"BM", int64_t(128)}, {"BN", int64_t(256)}}}.warps(8).stages(4))
@@ -7,6 +7,8 @@
 //   space.key("M", tessera::Bucketing::pow2()).key("N", tessera::Bucketing::pow2());
 //   tessera::TuningKey key = tessera::TuningKey::make(ctx.device(), "matmul", result.sources,
 //                                                     options, space, {{"M", m}, {"N", n}});
+//   if (auto record = tessera::TuningCache::global().lookup(key))
+//     record->best.applyTo(options, constexprs);
 //
 // What is not here yet: the runner that compiles and times the candidates,
 // TunedKernel, `tessera autotune` and the @autotune decorator. The types are
@@ -293,6 +295,148 @@ std::optional<MissPolicy> parseMissPolicy(const std::string &text);
 /// (and not empty): then its value. Throws tessera::Error for a value other
 /// than tune, nearest or first.
 MissPolicy effectiveMissPolicy(MissPolicy configured = MissPolicy::TuneNow);
+
+// ---- the tuning cache --------------------------------------------------------------------
+
+/// What a cache operation reports. Problems with the files never throw; they
+/// are warnings here (or on stderr when no status is passed).
+struct TuningStatus {
+  std::vector<std::string> warnings;
+};
+
+/// Counters since construction (or resetStats()).
+struct TuningCacheStats {
+  uint64_t memoryHits = 0; ///< lookups answered from memory
+  uint64_t diskHits = 0;   ///< lookups answered after reading a file
+  uint64_t misses = 0;     ///< lookups that found nothing
+  uint64_t fileReads = 0;  ///< cache files read and parsed
+  uint64_t fileWrites = 0; ///< cache files written (renamed into place)
+  uint64_t corruptFiles = 0; ///< files found corrupt and set aside
+};
+
+/// One stored tuning (entries()).
+struct TuningEntry {
+  TuningKey key;
+  std::shared_ptr<const TuningRecord> record;
+  std::string file; ///< the cache file holding it
+};
+
+/// The result of nearest().
+struct NearestTuning {
+  TuningKey key;
+  std::shared_ptr<const TuningRecord> record;
+  double distance = 0; ///< keyDistance() to the key asked for
+};
+
+/// What to launch with for a key (TuningCache::resolve()).
+struct Resolution {
+  enum class Source {
+    Exact,       ///< the key's own tuning
+    Nearest,     ///< the nearest stored tuning (MissPolicy::Nearest)
+    FirstConfig, ///< no tuning: the first candidate (MissPolicy::FirstConfig, or
+                 ///< Nearest with nothing near)
+    MustTune,    ///< a miss under MissPolicy::TuneNow: the caller tunes
+  };
+  Source source = Source::MustTune;
+  /// The config to use (unset for MustTune, or when no config passes prune).
+  std::optional<Config> config;
+  /// The record it came from (Exact, Nearest).
+  std::shared_ptr<const TuningRecord> record;
+  /// Nearest: the key whose tuning is used.
+  std::optional<TuningKey> fromKey;
+};
+
+/// The tuning cache: versioned JSON files in a directory, one file per kernel
+/// name and source hash ("<kernel>.<first 16 hex of the source hash>.v1.json")
+/// holding every tuned key of that kernel version, and an in-memory map in
+/// front of them. docs/autotune.md describes the format.
+///
+/// - lookup() answers from memory after the first use; on a memory miss it
+///   reads the kernel's file only if the file changed since it was last read.
+/// - store() takes an exclusive flock on "<file>.lock", reads the file,
+///   merges the entry (replacing one of an equal key), writes a temporary
+///   file, fsyncs it and renames it over the file: readers never see a partial
+///   file, and concurrent writers in several processes lose no entry.
+/// - A file that does not parse (bad or truncated JSON, another format or
+///   version, a wrong schema) is reported, renamed aside to
+///   "<file>.corrupt-<UTC time>" and treated as empty.
+/// Thread-safe.
+class TuningCache {
+public:
+  /// A cache in `directory` (created on the first store).
+  explicit TuningCache(std::string directory = defaultDirectory());
+  ~TuningCache();
+  /// $TESSERA_CACHE_DIR/tuning, else ~/.cache/tessera/tuning (the kernel
+  /// cache's directory, KernelCache::defaultDirectory(), plus "/tuning").
+  static std::string defaultDirectory();
+  /// The process-wide cache in defaultDirectory() (as of the first call).
+  static TuningCache &global();
+
+  TuningCache(const TuningCache &) = delete;
+  TuningCache &operator=(const TuningCache &) = delete;
+
+  const std::string &directory() const { return directory_; }
+  /// The file that holds the entries of `key`'s kernel version.
+  std::string filePath(const TuningKey &key) const;
+
+  /// The record stored for `key`, or null. Never throws on file problems.
+  std::shared_ptr<const TuningRecord> lookup(const TuningKey &key, TuningStatus *status = nullptr);
+  /// Stores `record` for `key`, in memory and in the file (an empty `date` is
+  /// set to now). Returns false (with a warning) when the file could not be
+  /// written; memory still holds it. Throws tessera::Error, before writing
+  /// anything, for a key or record the file cannot hold (a hash that is not
+  /// 64 hex digits, an empty kernel name, a date not in ISO 8601 UTC, a
+  /// negative or non-finite time, text that is not UTF-8).
+  bool store(const TuningKey &key, TuningRecord record, TuningStatus *status = nullptr);
+  /// The stored tuning whose key equals `key` except for the key values
+  /// (TuningKey::sameExceptValues) with the smallest keyDistance(); ties go to
+  /// the smaller key values (compared as a list). Nullopt when there is none.
+  std::optional<NearestTuning> nearest(const TuningKey &key, TuningStatus *status = nullptr);
+  /// What to launch with: the key's own tuning, else what `policy` says.
+  /// `space` gives the first candidate.
+  Resolution resolve(const TuningKey &key, const ConfigSpace &space, MissPolicy policy,
+                     TuningStatus *status = nullptr);
+
+  /// Every entry of the valid files in the directory (corrupt ones are set
+  /// aside), plus any this object stored that did not reach a file; sorted by
+  /// kernel name, then key text.
+  std::vector<TuningEntry> entries(TuningStatus *status = nullptr);
+  /// Removes every entry for which `drop` returns true (from the files and
+  /// from memory); a file left empty is deleted. Returns how many were removed.
+  size_t prune(const std::function<bool(const TuningKey &, const TuningRecord &)> &drop,
+               TuningStatus *status = nullptr);
+  /// Removes the entries tuned by another compiler version than
+  /// `compilerVersion`, and those whose sources changed: `currentSourceHash`
+  /// gives the hash of an entry's sources now (nullopt: unknown, keep it).
+  /// Without it, the files at the record's sourcePaths are hashed
+  /// (sourceHashOfFiles). Returns how many were removed.
+  size_t pruneStale(const std::string &compilerVersion,
+                    const std::function<std::optional<std::string>(const TuningKey &,
+                                                                   const TuningRecord &)>
+                        &currentSourceHash = {},
+                    TuningStatus *status = nullptr);
+  /// hashSources() of the files at `paths` now; nullopt when one
+  /// cannot be read.
+  static std::optional<std::string> sourceHashOfFiles(const std::vector<std::string> &paths);
+
+  TuningCacheStats stats() const;
+  void resetStats();
+  /// Forgets what memory holds (the next lookup reads the file again).
+  void clearMemory();
+
+private:
+  struct FileState; // what memory holds of one file
+  FileState &stateFor(const std::string &path);
+  /// Reads `path` into memory if it changed since memory last read it.
+  void refresh(const std::string &path, TuningStatus *status);
+  /// The cache files in the directory (full paths, sorted).
+  std::vector<std::string> listFiles() const;
+
+  std::string directory_;
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, std::unique_ptr<FileState>> files_; // by path
+  TuningCacheStats stats_;
+};
 
 } // namespace tessera
 

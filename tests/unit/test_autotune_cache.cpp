@@ -1,5 +1,7 @@
 // Autotuner foundation tests: configs, bucketing, config-space hashes, the
-// tuning key and the miss policy with its environment override.
+// tuning key and its invalidation, the tuning cache (round trip, memory hits,
+// corrupt and truncated files, two processes writing one file, nearest,
+// pruning) and the miss policy with its environment override.
 #include <catch2/catch.hpp>
 
 #include "TestSupport.h"
@@ -370,6 +372,431 @@ TEST_CASE("TuningKey: fields, str, hash, JSON", "[autotune]") {
   CHECK(hashSources(moved) == hashSources(kSources));
   auto swapped = std::vector<std::pair<std::string, std::string>>{kSources[1], kSources[0]};
   CHECK(hashSources(swapped) != hashSources(kSources));
+}
+
+// ---- the tuning cache ---------------------------------------------------------------------------
+
+TEST_CASE("TuningCache: round trip, memory hits, file format", "[autotune]") {
+  TempDir dir;
+  ConfigSpace space = matmulSpace();
+  TuningKey key = keyFor(512, 8192);
+  TuningRecord record = recordFor(space, 1);
+  {
+    TuningCache cache(dir.path);
+    TuningStatus st;
+    CHECK_FALSE(cache.lookup(key, &st));
+    CHECK(cache.stats().misses == 1);
+    CHECK(cache.stats().fileReads == 0); // no file yet
+    REQUIRE(cache.store(key, record, &st));
+    CHECK(st.warnings.empty());
+    auto hit = cache.lookup(key);
+    REQUIRE(hit);
+    CHECK(cache.stats().memoryHits == 1);
+  }
+
+  // Another cache object (as another process would) reads it from the file.
+  TuningCache cache(dir.path);
+  TuningStatus st;
+  auto got = cache.lookup(key, &st);
+  REQUIRE(got);
+  CHECK(st.warnings.empty());
+  CHECK(got->best == record.best);
+  CHECK(got->candidates == record.candidates);
+  CHECK(got->sourcePaths == record.sourcePaths);
+  CHECK(got->date.size() == 20); // filled in by store(): 2026-11-26T09:40:12Z
+  CHECK(got->date.back() == 'Z');
+  REQUIRE(got->bestCandidate());
+  CHECK(*got->bestCandidate()->timeMs == 1.0);
+  CHECK(got->candidates.back().skipped());
+  CHECK(got->candidates.back().skipReason == "compile error: too much shared memory");
+  TuningCacheStats s = cache.stats();
+  CHECK(s.diskHits == 1);
+  CHECK(s.fileReads == 1);
+
+  // The second lookup is a memory hit: no file is read.
+  auto again = cache.lookup(key);
+  CHECK(again == got);
+  s = cache.stats();
+  CHECK(s.memoryHits == 1);
+  CHECK(s.fileReads == 1);
+  // A miss on an unchanged file does not read it again either.
+  CHECK_FALSE(cache.lookup(keyFor(64, 64)));
+  CHECK(cache.stats().fileReads == 1);
+  CHECK(cache.stats().misses == 1);
+
+  // One versioned JSON file per kernel version, nothing else left behind
+  // (the lock file stays).
+  std::string file = onlyCacheFile(dir.path);
+  CHECK(file == cache.filePath(key));
+  CHECK(fs::path(file).filename().string() == "mm." + key.sourceHash.substr(0, 16) + ".v1.json");
+  CHECK(filesIn(dir.path) ==
+        std::vector<std::string>{fs::path(file).filename().string(),
+                                 fs::path(file).filename().string() + ".lock"});
+  nlohmann::json j = nlohmann::json::parse(readFile(file));
+  CHECK(j["format"] == "tessera-tuning-cache");
+  CHECK(j["version"] == 1);
+  REQUIRE(j["entries"].size() == 1);
+  CHECK(j["entries"][0]["key"]["key_values"] == nlohmann::json::parse(R"([["M",512],["N",8192]])"));
+  CHECK(j["entries"][0]["record"]["best"]["constexprs"]["BN"] == 128);
+
+  // A store replaces the entry of an equal key and keeps the others.
+  TuningCache writer(dir.path);
+  REQUIRE(writer.store(key, recordFor(space, 0)));
+  REQUIRE(writer.store(keyFor(1024, 1024), recordFor(space, 2)));
+  j = nlohmann::json::parse(readFile(file));
+  CHECK(j["entries"].size() == 2);
+  // A memory hit never touches the file: the first cache still answers `key`
+  // with what it read before, without reading the changed file.
+  uint64_t reads = cache.stats().fileReads;
+  CHECK(cache.lookup(key)->best == space.configs[1]);
+  CHECK(cache.stats().fileReads == reads);
+  // A miss reads the changed file: the new key, and the replaced entry.
+  CHECK(cache.lookup(keyFor(1000, 1000)));
+  CHECK(cache.stats().diskHits == 2);
+  CHECK(cache.stats().fileReads == reads + 1);
+  CHECK(cache.lookup(key)->best == space.configs[0]);
+  CHECK(TuningCache(dir.path).lookup(key)->best == space.configs[0]);
+  cache.clearMemory();
+  CHECK(cache.lookup(key)->best == space.configs[0]);
+  CHECK(cache.stats().fileReads == reads + 2);
+
+  CHECK(cache.entries().size() == 2);
+}
+
+TEST_CASE("TuningCache: a corrupt or truncated file is reported, set aside and ignored",
+          "[autotune]") {
+  ConfigSpace space = matmulSpace();
+  TuningKey key = keyFor(512, 512);
+
+  auto check = [&](const std::string &what, const std::function<std::string(const std::string &)> &damage) {
+    INFO(what);
+    TempDir dir;
+    std::string file;
+    {
+      TuningCache cache(dir.path);
+      REQUIRE(cache.store(key, recordFor(space, 0)));
+      REQUIRE(cache.store(keyFor(4096, 4096), recordFor(space, 1)));
+      file = cache.filePath(key);
+    }
+    writeFile(file, damage(readFile(file)));
+
+    TuningCache cache(dir.path);
+    TuningStatus st;
+    std::shared_ptr<const TuningRecord> got;
+    REQUIRE_NOTHROW(got = cache.lookup(key, &st));
+    CHECK_FALSE(got);
+    REQUIRE(st.warnings.size() == 1);
+    CHECK(st.warnings[0].find("tuning cache file " + file + " is corrupt") != std::string::npos);
+    CHECK(st.warnings[0].find("set aside as") != std::string::npos);
+    CHECK(cache.stats().corruptFiles == 1);
+    CHECK_FALSE(fs::exists(file));
+    CHECK(countWithInfix(dir.path, ".v1.json.corrupt-") == 1);
+
+    // Ignored from now on; a later store works and reads back.
+    st.warnings.clear();
+    CHECK_FALSE(cache.lookup(keyFor(4096, 4096), &st));
+    CHECK(st.warnings.empty());
+    REQUIRE(cache.store(key, recordFor(space, 2), &st));
+    CHECK(st.warnings.empty());
+    TuningCache fresh(dir.path);
+    auto back = fresh.lookup(key, &st);
+    REQUIRE(back);
+    CHECK(back->best == space.configs[2]);
+    CHECK(st.warnings.empty());
+    CHECK(countWithInfix(dir.path, ".v1.json.corrupt-") == 1);
+  };
+
+  check("garbage", [](const std::string &) { return std::string("\x01\x02 not json at all"); });
+  check("empty", [](const std::string &) { return std::string(); });
+  check("truncated", [](const std::string &t) { return t.substr(0, t.size() / 2); });
+  check("truncated by one byte", [](const std::string &t) {
+    std::string s = t;
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' '))
+      s.pop_back();
+    s.pop_back(); // the closing brace
+    return s;
+  });
+  auto edit = [](const std::function<void(nlohmann::json &)> &change) {
+    return [change](const std::string &t) {
+      nlohmann::json j = nlohmann::json::parse(t);
+      change(j);
+      return j.dump();
+    };
+  };
+  check("wrong version", edit([](nlohmann::json &j) { j["version"] = 99; }));
+  check("wrong format", edit([](nlohmann::json &j) { j["format"] = "something-else"; }));
+  check("not an object", edit([](nlohmann::json &j) { j = nlohmann::json::array(); }));
+  check("missing date", edit([](nlohmann::json &j) { j["entries"][1]["record"].erase("date"); }));
+  check("bad hash", edit([](nlohmann::json &j) { j["entries"][0]["key"]["source_hash"] = "xyz"; }));
+  check("bad candidate", edit([](nlohmann::json &j) {
+          j["entries"][0]["record"]["candidates"][0]["skipped"] = "both timed and skipped";
+        }));
+  check("entry in the wrong file",
+        edit([](nlohmann::json &j) { j["entries"][0]["key"]["kernel"] = "other"; }));
+}
+
+TEST_CASE("TuningCache: a store over a corrupt file sets it aside and writes a valid one",
+          "[autotune]") {
+  TempDir dir;
+  ConfigSpace space = matmulSpace();
+  TuningKey key = keyFor(512, 512);
+  TuningCache cache(dir.path);
+  fs::create_directories(dir.path);
+  writeFile(cache.filePath(key), "{\"format\": \"tessera-tuning-cache\", \"version\": 1, \"entr");
+  TuningStatus st;
+  REQUIRE(cache.store(key, recordFor(space, 1), &st));
+  REQUIRE(st.warnings.size() == 1);
+  CHECK(st.warnings[0].find("is corrupt (bad JSON (truncated?))") != std::string::npos);
+  CHECK(countWithInfix(dir.path, ".corrupt-") == 1);
+  TuningCache fresh(dir.path);
+  REQUIRE(fresh.lookup(key));
+  CHECK(fresh.lookup(key)->best == space.configs[1]);
+}
+
+TEST_CASE("TuningCache: two processes writing one file keep every entry", "[autotune]") {
+  TempDir dir;
+  ConfigSpace space = matmulSpace();
+  constexpr int kPerProcess = 40;
+  // Both write keys of one kernel version: one file. Process p stores
+  // M = 2^(p + 1), N = 2^i for i < kPerProcess.
+  auto keyOf = [&](int p, int i) { return keyFor(int64_t(1) << (p + 1), int64_t(1) << (i % 62)); };
+  auto work = [&](int p) {
+    TuningCache cache(dir.path);
+    int failures = 0;
+    for (int i = 0; i < kPerProcess; ++i) {
+      TuningStatus st;
+      if (!cache.store(keyOf(p, i), recordFor(space, size_t(i % 2), 1.0 + i), &st) ||
+          !st.warnings.empty())
+        ++failures;
+    }
+    return failures;
+  };
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0)
+    ::_exit(work(1) == 0 ? 0 : 1);
+  int parentFailures = work(0);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(parentFailures == 0);
+
+  // The file parses and holds both processes' entries.
+  std::string file = onlyCacheFile(dir.path);
+  nlohmann::json j = nlohmann::json::parse(readFile(file));
+  CHECK(j["entries"].size() == 2 * kPerProcess);
+  TuningCache cache(dir.path);
+  TuningStatus st;
+  int found = 0;
+  for (int p = 0; p < 2; ++p)
+    for (int i = 0; i < kPerProcess; ++i) {
+      auto r = cache.lookup(keyOf(p, i), &st);
+      if (r && r->best == space.configs[size_t(i % 2)] &&
+          *r->candidates[0].timeMs == (i % 2 == 0 ? 1.0 + i : 1.0 + i + 0.25))
+        ++found;
+    }
+  CHECK(found == 2 * kPerProcess);
+  CHECK(st.warnings.empty());
+  CHECK(cache.stats().fileReads == 1);
+  CHECK(cache.stats().corruptFiles == 0);
+  CHECK(countWithInfix(dir.path, ".tmp") == 0); // no temporary file left behind
+}
+
+TEST_CASE("TuningCache: a changed kernel, import, config space or compiler misses", "[autotune]") {
+  TempDir dir, src;
+  std::string mainPath = src.path + "/main.tile", libPath = src.path + "/lib.tile";
+  const std::string mainText = "from \"lib.tile\" import twice\n\n"
+                               "@kernel\n"
+                               "def scale(X: *f32, n: i32, BLOCK: constexpr = 64):\n"
+                               "    offs = program_id(0) * BLOCK + arange(0, BLOCK)\n"
+                               "    x = load(X + offs, mask=offs < n)\n"
+                               "    store(X + offs, twice(x), mask=offs < n)\n";
+  const std::string libText = "@func\ndef twice(x):\n    return x * 2.0\n";
+  writeFile(mainPath, mainText);
+  writeFile(libPath, libText);
+
+  ConfigSpace space;
+  space.add(Config{}.set("BLOCK", int64_t(64)).warps(2)).add(Config{}.set("BLOCK", int64_t(128)).warps(4));
+  space.key("n", Bucketing::pow2());
+  auto keyNow = [&](const ConfigSpace &s) {
+    CompileResult r = compileFile(mainPath, "scale");
+    INFO(r.diagnostics);
+    REQUIRE(r.ok);
+    REQUIRE(r.sources.size() == 2); // the kernel's file and its import
+    return TuningKey::make(h100(), "scale", r.sources, CompileOptions{}, s, {{"n", 1000}});
+  };
+
+  TuningKey original = keyNow(space);
+  TuningRecord record;
+  record.best = space.configs[1];
+  TuningCache cache(dir.path);
+  REQUIRE(cache.store(original, record));
+  REQUIRE(cache.lookup(keyNow(space))); // unchanged: found
+
+  SECTION("the kernel's source") {
+    writeFile(mainPath, mainText + "# a comment\n");
+    CHECK(keyNow(space).sourceHash != original.sourceHash);
+    CHECK_FALSE(cache.lookup(keyNow(space)));
+    CHECK_FALSE(TuningCache(dir.path).lookup(keyNow(space)));
+  }
+  SECTION("an imported file") {
+    writeFile(libPath, "@func\ndef twice(x):\n    return x + x\n");
+    CHECK(keyNow(space).sourceHash != original.sourceHash);
+    CHECK_FALSE(cache.lookup(keyNow(space)));
+    CHECK_FALSE(TuningCache(dir.path).lookup(keyNow(space)));
+  }
+  SECTION("the config space") {
+    ConfigSpace changed = space;
+    changed.configs[0].numStages = 2;
+    CHECK_FALSE(cache.lookup(keyNow(changed)));
+    ConfigSpace rebucketed = space;
+    rebucketed.keys[0].bucketing = Bucketing::at({1024, 65536});
+    CHECK(keyNow(rebucketed).keyValues == original.keyValues); // same value, 1024
+    CHECK_FALSE(cache.lookup(keyNow(rebucketed)));
+  }
+  SECTION("the compiler version") {
+    TuningKey k = keyNow(space);
+    k.compilerVersion = std::string(compilerVersion()) + "-next";
+    CHECK_FALSE(cache.lookup(k));
+    CHECK_FALSE(TuningCache(dir.path).lookup(k));
+  }
+}
+
+TEST_CASE("TuningCache: nearest and resolve", "[autotune]") {
+  TempDir dir;
+  ConfigSpace space = matmulSpace();
+  TuningCache cache(dir.path);
+  REQUIRE(cache.store(keyFor(512, 4096), recordFor(space, 0)));
+  REQUIRE(cache.store(keyFor(1024, 1024), recordFor(space, 1)));
+  REQUIRE(cache.store(keyFor(4096, 1024), recordFor(space, 2)));
+  // Another device: never a neighbour.
+  TuningKey other = keyFor(2048, 1024);
+  other.deviceName = "NVIDIA H200";
+  REQUIRE(cache.store(other, recordFor(space, 0)));
+
+  CHECK(keyDistance(keyFor(2048, 1024).keyValues, keyFor(1024, 1024).keyValues) == 1.0);
+  CHECK(keyDistance(keyFor(512, 4096).keyValues, keyFor(2048, 1024).keyValues) == 4.0);
+  CHECK(std::isinf(keyDistance({{"M", 1}}, {{"N", 1}})));
+
+  TuningCache reader(dir.path);
+  // 2048 x 1024: 1024 x 1024 and 4096 x 1024 are both one factor of two away;
+  // the tie goes to the smaller key values.
+  auto n = reader.nearest(keyFor(2048, 1024));
+  REQUIRE(n);
+  CHECK(n->distance == 1.0);
+  CHECK(n->key.keyValues == KeyValues{{"M", 1024}, {"N", 1024}});
+  CHECK(n->record->best == space.configs[1]);
+  n = reader.nearest(keyFor(8192, 2048));
+  REQUIRE(n);
+  CHECK(n->distance == 2.0);
+  CHECK(n->key.keyValues == KeyValues{{"M", 4096}, {"N", 1024}});
+  n = reader.nearest(keyFor(512, 4096)); // an exact key is its own nearest
+  REQUIRE(n);
+  CHECK(n->distance == 0.0);
+  TuningKey elsewhere = keyFor(512, 4096);
+  elsewhere.driverVersion = 12080;
+  CHECK_FALSE(reader.nearest(elsewhere));
+
+  Resolution r = reader.resolve(keyFor(1024, 1000), space, MissPolicy::TuneNow);
+  CHECK(r.source == Resolution::Source::Exact);
+  CHECK(r.config == space.configs[1]);
+  r = reader.resolve(keyFor(2048, 1024), space, MissPolicy::TuneNow);
+  CHECK(r.source == Resolution::Source::MustTune);
+  CHECK_FALSE(r.config);
+  r = reader.resolve(keyFor(2048, 1024), space, MissPolicy::Nearest);
+  CHECK(r.source == Resolution::Source::Nearest);
+  CHECK(r.config == space.configs[1]);
+  REQUIRE(r.fromKey);
+  CHECK(r.fromKey->keyValues == KeyValues{{"M", 1024}, {"N", 1024}});
+  r = reader.resolve(elsewhere, space, MissPolicy::Nearest); // nothing near: the first config
+  CHECK(r.source == Resolution::Source::FirstConfig);
+  CHECK(r.config == space.configs[0]);
+  ConfigSpace pruned = space;
+  pruned.prune = [](const Config &c) { return c.numWarps == 4; };
+  r = reader.resolve(elsewhere, pruned, MissPolicy::FirstConfig);
+  CHECK(r.source == Resolution::Source::FirstConfig);
+  CHECK(r.config == space.configs[1]); // the first that passes prune
+}
+
+TEST_CASE("TuningCache: prune and pruneStale", "[autotune]") {
+  TempDir dir, src;
+  ConfigSpace space = matmulSpace();
+  std::string kernelFile = src.path + "/mm.tile";
+  writeFile(kernelFile, "version one\n");
+
+  TuningKey current = keyFor(512, 512);
+  current.sourceHash = *TuningCache::sourceHashOfFiles({kernelFile});
+  TuningRecord rec = recordFor(space, 0);
+  rec.sourcePaths = {kernelFile};
+  TuningKey oldCompiler = keyFor(1024, 1024);
+  oldCompiler.compilerVersion = "tessera-0.0.1+old";
+  TuningKey other = keyFor(2048, 2048);
+  other.kernelName = "other";
+
+  TuningCache cache(dir.path);
+  REQUIRE(cache.store(current, rec));
+  REQUIRE(cache.store(oldCompiler, recordFor(space, 1)));
+  REQUIRE(cache.store(other, recordFor(space, 2)));
+  CHECK(cache.entries().size() == 3);
+
+  // The compiler version: the old entry goes; records without source paths
+  // and unchanged sources stay.
+  CHECK(cache.pruneStale(compilerVersion()) == 1);
+  CHECK_FALSE(cache.lookup(oldCompiler));
+  CHECK_FALSE(TuningCache(dir.path).lookup(oldCompiler));
+  CHECK(cache.lookup(current));
+  // The source changed on disk: its entry goes; its file, left empty, is deleted.
+  writeFile(kernelFile, "version two\n");
+  CHECK(cache.pruneStale(compilerVersion()) == 1);
+  CHECK_FALSE(cache.lookup(current));
+  CHECK_FALSE(fs::exists(cache.filePath(current)));
+  CHECK(onlyCacheFile(dir.path) == cache.filePath(other));
+  // A caller-given source hash; and prune by any predicate.
+  CHECK(cache.pruneStale(compilerVersion(), [](const TuningKey &, const TuningRecord &) {
+          return std::optional<std::string>();
+        }) == 0);
+  CHECK(cache.prune([](const TuningKey &k, const TuningRecord &) { return k.kernelName == "other"; }) ==
+        1);
+  CHECK(cache.entries().empty());
+  CHECK(TuningCache(dir.path).entries().empty());
+  CHECK_FALSE(TuningCache::sourceHashOfFiles({src.path + "/missing.tile"}));
+}
+
+TEST_CASE("TuningCache: directory and store errors", "[autotune]") {
+  TempDir dir;
+  {
+    EnvGuard env("TESSERA_CACHE_DIR", dir.path.c_str());
+    CHECK(TuningCache::defaultDirectory() == dir.path + "/tuning");
+  }
+  {
+    EnvGuard env("TESSERA_CACHE_DIR", nullptr);
+    EnvGuard home("HOME", "/home/someone");
+    CHECK(TuningCache::defaultDirectory() == "/home/someone/.cache/tessera/tuning");
+  }
+  ConfigSpace space = matmulSpace();
+  // The directory is a file: the store warns and keeps the tuning in memory.
+  std::string notADir = dir.path + "/file";
+  writeFile(notADir, "x");
+  TuningCache cache(notADir + "/tuning");
+  TuningStatus st;
+  CHECK_FALSE(cache.store(keyFor(1, 1), recordFor(space, 0), &st));
+  REQUIRE(st.warnings.size() == 1);
+  CHECK(st.warnings[0].find("kept in memory only") != std::string::npos);
+  CHECK(cache.lookup(keyFor(1, 1)));
+  // A key or record the format cannot hold is refused before anything is written.
+  TuningKey bad = keyFor(1, 1);
+  bad.spaceHash = "not a hash";
+  CHECK(errorOf([&] { cache.store(bad, recordFor(space, 0)); }).find("cannot store the tuning of mm") !=
+        std::string::npos);
+  TuningRecord badDate = recordFor(space, 0);
+  badDate.date = "yesterday";
+  CHECK(errorOf([&] { cache.store(keyFor(2, 2), badDate); }).find("ISO 8601") != std::string::npos);
+  TuningRecord nanTime = recordFor(space, 0);
+  nanTime.candidates[0].timeMs = std::nan("");
+  CHECK(errorOf([&] { cache.store(keyFor(2, 2), nanTime); }).find("not a number >= 0") !=
+        std::string::npos);
+  CHECK_FALSE(cache.lookup(keyFor(2, 2))); // nothing was stored
 }
 
 // ---- the miss policy -------------------------------------------------------------------------------
