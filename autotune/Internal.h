@@ -12,7 +12,8 @@
 
 namespace tessera::autotune_detail {
 
-using json = nlohmann::json;
+/// Objects keep their insertion order, so files list fields in a fixed, readable order.
+using json = nlohmann::ordered_json;
 
 /// Appends "<size>:<bytes>\n": no two field lists serialize to the same text.
 inline void field(std::string &out, std::string_view s) {

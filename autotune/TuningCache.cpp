@@ -223,12 +223,51 @@ bool parseFileText(const std::string &text, const std::string &fileName, std::ve
   return true;
 }
 
+/// One line: {"a": 1, "b": [2, 3]}.
+std::string compact(const json &j) {
+  if (!j.is_structured())
+    return j.dump(-1, ' ', false, json::error_handler_t::replace);
+  std::string out = j.is_object() ? "{" : "[";
+  bool first = true;
+  for (auto it = j.begin(); it != j.end(); ++it, first = false) {
+    out += first ? "" : ", ";
+    if (j.is_object())
+      out += json(it.key()).dump(-1, ' ', false, json::error_handler_t::replace) + ": ";
+    out += compact(it.value());
+  }
+  return out + (j.is_object() ? "}" : "]");
+}
+
+/// Objects and arrays on one line when they fit in 100 columns, else one
+/// member per line: a file people can read and diff.
+void pretty(std::string &out, const json &j, size_t indent) {
+  std::string line = compact(j);
+  if (!j.is_structured() || j.empty() || indent + line.size() <= 100) {
+    out += line;
+    return;
+  }
+  out += j.is_object() ? "{\n" : "[\n";
+  bool first = true;
+  for (auto it = j.begin(); it != j.end(); ++it, first = false) {
+    out += first ? "" : ",\n";
+    out.append(indent + 2, ' ');
+    if (j.is_object())
+      out += json(it.key()).dump(-1, ' ', false, json::error_handler_t::replace) + ": ";
+    pretty(out, it.value(), indent + 2);
+  }
+  out += "\n";
+  out.append(indent, ' ');
+  out += j.is_object() ? "}" : "]";
+}
+
 std::string fileText(const std::vector<Item> &items) {
   json entries = json::array();
   for (const Item &i : items)
     entries.push_back({{"key", keyToJson(i.key)}, {"record", recordToJson(*i.record)}});
   json j = {{"format", kFormat}, {"version", kVersion}, {"entries", entries}};
-  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  std::string out;
+  pretty(out, j, 0);
+  return out + "\n";
 }
 
 struct ReadResult {
