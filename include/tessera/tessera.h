@@ -1,7 +1,6 @@
 // The one header a Tessera program includes: the runtime (Context, buffers,
 // Kernel, Error, ...), the JIT (tessera::compile, tessera::compileString) and
-// the compiler's entry points (tessera::compileFile, ...) and the autotuner's
-// configs and tuning cache (tessera/Autotune.h). See docs/api.md.
+// the compiler's entry points (tessera::compileFile, ...). See docs/api.md.
 //
 //   #include <tessera/tessera.h>
 //
@@ -11,7 +10,6 @@
 #ifndef TESSERA_TESSERA_H
 #define TESSERA_TESSERA_H
 
-#include "tessera/Autotune.h"
 #include "tessera/Compiler.h"
 #include "tessera/JIT.h"
 #include "tessera/Runtime.h"
