@@ -8,7 +8,9 @@
   - no file of compiler/lowering/ compares a target name as a string ("sm_90a"):
     the lowering asks Target (include/tessera/CompileOptions.h);
   - num_warps is validated in one place (CompileOptions::validate);
-  - no function in compiler/ or runtime/ is longer than 200 lines
+  - autotune/ includes only public headers, its own headers and the runtime's
+    SHA-256 (runtime/Sha256.h), never MLIR, LLVM or the compiler's internals;
+  - no function in compiler/, runtime/ or autotune/ is longer than 200 lines
     (tests/function_lengths.py).
 
 Prints each violation as file:line: message and exits 1 if there is any.
@@ -86,6 +88,16 @@ def main():
                     and not inc.startswith('tessera/'):
                 bad(p, ln, f'compiler/ includes the runtime internal "{inc}"')
 
+    # autotune/ sees the public API, its own headers and the runtime's SHA-256.
+    autotune_headers = {os.path.basename(p) for p in files_under('autotune') if p.endswith('.h')}
+    for p in files_under('autotune'):
+        for ln, kind, inc in includes(p):
+            if kind == '"' and not (inc.startswith('tessera/') or inc in autotune_headers
+                                    or inc == 'Sha256.h'):
+                bad(p, ln, f'autotune/ includes "{inc}" (public headers, its own, Sha256.h only)')
+            if kind == '<' and inc.startswith(('mlir/', 'llvm/')):
+                bad(p, ln, f'autotune/ includes <{inc}> (no MLIR/LLVM: it builds with exceptions)')
+
     # Targets are Target values in the lowering, never strings.
     for p in files_under('compiler/lowering', 'compiler/analysis', 'compiler/transforms'):
         with open(p, encoding='utf-8') as f:
@@ -111,7 +123,7 @@ def main():
 
     # Function lengths.
     r = subprocess.run([sys.executable, os.path.join(ROOT, 'tests', 'function_lengths.py'),
-                        '--max', '200', 'compiler', 'runtime'],
+                        '--max', '200', 'compiler', 'runtime', 'autotune'],
                        capture_output=True, text=True, cwd=ROOT)
     if r.returncode != 0:
         problems.extend(l for l in r.stdout.splitlines() if l.strip())
