@@ -1,5 +1,6 @@
 // The tuning cache: one versioned JSON file per kernel version, an in-memory
 // map in front, flock'ed read-merge-write with atomic renames (docs/autotune.md).
+#include "FileUtil.h"
 #include "Internal.h"
 
 #include "tessera/Error.h"
@@ -30,6 +31,7 @@ namespace tessera {
 using namespace autotune_detail;
 
 namespace {
+using namespace fileutil;
 
 constexpr const char *kFormat = "tessera-tuning-cache";
 constexpr int kVersion = 1;
@@ -56,7 +58,6 @@ struct Item {
   std::shared_ptr<const TuningRecord> record;
 };
 
-std::string errnoText() { return std::strerror(errno); }
 
 void report(TuningStatus *status, const std::string &warning) {
   if (status)
@@ -102,54 +103,7 @@ std::string utcStamp() {
   return buf;
 }
 
-std::string randomSuffix() {
-  static thread_local std::mt19937_64 rng([] {
-    std::random_device rd;
-    return (uint64_t(rd()) << 32) ^ rd() ^
-           uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
-  }());
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(rng()));
-  return buf;
-}
 
-bool makeDirectories(const std::string &path, std::string &error) {
-  std::string prefix;
-  size_t pos = 0;
-  while (pos != std::string::npos) {
-    size_t next = path.find('/', pos + 1);
-    prefix = path.substr(0, next);
-    pos = next;
-    if (prefix.empty() || prefix == "/")
-      continue;
-    if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
-      error = "cannot create " + prefix + ": " + errnoText();
-      return false;
-    }
-  }
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    error = path + " is not a directory";
-    return false;
-  }
-  return true;
-}
-
-bool writeAll(int fd, const std::string &data) {
-  const char *p = data.data();
-  size_t left = data.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      return false;
-    }
-    p += n;
-    left -= size_t(n);
-  }
-  return true;
-}
 
 /// An exclusive flock on "<file>.lock", held for the object's life. The data
 /// file itself cannot carry the lock: every write renames a new inode over it.
