@@ -32,8 +32,11 @@ struct GpuBuild {
 };
 
 detail::KernelVariant buildVariant(const GpuBuild &g, const ArgFacts &facts) {
+  // The facts of this variant's launch arguments, over those the caller
+  // promised for every launch (JitOptions::argFacts).
   CompileOptions co = g.options;
-  co.argFacts = facts;
+  for (const auto &[name, fact] : facts)
+    co.argFacts[name] = fact;
   auto build = [&]() {
     CompileResult r = compileSource(g.mainText, g.path, g.kernel, co, Stage::PTX);
     if (!r.ok)

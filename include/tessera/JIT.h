@@ -20,8 +20,11 @@
 namespace tessera {
 
 /// The compile options (CompileOptions: target, warps, stages, switches,
-/// import paths; its constexprs and argFacts are set by compile() and by
-/// specialization) plus what only the JIT has.
+/// import paths, argument facts) plus what only the JIT has. compile() sets
+/// the constexprs from its argument. `argFacts` are promises about every
+/// launch's arguments: each variant is compiled with them, and with the facts
+/// specialization finds in its launch's arguments on top (a launch that
+/// breaks a promise gets wrong results, as with `--assume`).
 struct JitOptions : CompileOptions {
   /// Use the in-memory and on-disk kernel cache ($TESSERA_CACHE_DIR).
   bool useCache = true;
