@@ -29,6 +29,15 @@ std::vector<double> toDoubles(const std::string &bytes, ScalarType t) {
       v[i] = double(x);
     }
   };
+  auto halves = [&](float (*toFloat)(uint16_t)) {
+    size_t n = bytes.size() / 2;
+    v.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      uint16_t b;
+      std::memcpy(&b, bytes.data() + 2 * i, 2);
+      v[i] = toFloat(b);
+    }
+  };
   switch (t) {
   case ScalarType::i1:
   case ScalarType::u8: each(uint8_t()); break;
@@ -36,26 +45,8 @@ std::vector<double> toDoubles(const std::string &bytes, ScalarType t) {
   case ScalarType::i16: each(int16_t()); break;
   case ScalarType::i32: each(int32_t()); break;
   case ScalarType::i64: each(int64_t()); break;
-  case ScalarType::f16: {
-    size_t n = bytes.size() / 2;
-    v.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-      uint16_t b;
-      std::memcpy(&b, bytes.data() + 2 * i, 2);
-      v[i] = f16::toFloat(b);
-    }
-    break;
-  }
-  case ScalarType::bf16: {
-    size_t n = bytes.size() / 2;
-    v.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-      uint16_t b;
-      std::memcpy(&b, bytes.data() + 2 * i, 2);
-      v[i] = bf16::toFloat(b);
-    }
-    break;
-  }
+  case ScalarType::f16: halves(&f16::toFloat); break;
+  case ScalarType::bf16: halves(&bf16::toFloat); break;
   case ScalarType::f32: each(float()); break;
   case ScalarType::f64: each(double()); break;
   }
