@@ -222,3 +222,48 @@ TEST_CASE("GPU: tune matmul over eight configs", "[gpu][autotune][runner]") {
   // 2 * 2048^3 flops: the winner does better than 100 TFLOP/s on a Hopper GPU.
   CHECK(2.0 * M * N * K / (*best->timeMs * 1e-3) > 100e12);
 }
+
+TEST_CASE("autotune runner: 16-bit outputs are compared as numbers", "[autotune][runner]") {
+  Context ctx(createInterpreterBackend());
+  const char *src = R"SRC(@kernel
+def cast(X: *f32, Y: *DT, n: i32, BLOCK: constexpr = 64, SCALE: constexpr = 2.0,
+         DT: constexpr = bf16):
+    offs = program_id(0) * BLOCK + arange(0, BLOCK)
+    m = offs < n
+    store(Y + offs, (load(X + offs, mask=m, other=0.0) * SCALE).to(DT), mask=m)
+)SRC";
+  int n = 300;
+  auto x = ctx.alloc<float>(size_t(n));
+  std::vector<float> hx(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i)
+    hx[size_t(i)] = 0.25f * float(i % 9) - 1.0f;
+  x.copyFromHost(hx.data(), hx.size());
+  for (const char *dt : {"bf16", "f16"}) {
+    INFO(dt);
+    DeviceMemory y = ctx.allocBytes(size_t(n) * 2);
+    TuneTask task;
+    task.compile = [&](const Config &c) {
+      JitOptions o;
+      std::map<std::string, ConstexprValue> cx = {{"DT", *parseDType(dt)}};
+      c.applyTo(o, cx);
+      return compileString(ctx, src, "cast.tile", "cast", cx, o);
+    };
+    task.launch = [&](Kernel &k, const Config &c) {
+      int64_t b = std::get<int64_t>(c.constexprs.at("BLOCK"));
+      Grid g = Grid::of(cdiv(int64_t(n), b));
+      if (std::string(dt) == "bf16")
+        k.launch(ctx.stream(), g, x.ptr(), DevicePtr<bf16>{y.address()}, int32_t(n));
+      else
+        k.launch(ctx.stream(), g, x.ptr(), DevicePtr<f16>{y.address()}, int32_t(n));
+    };
+    task.outputs = {{&y, *parseScalarType(dt)}};
+    task.tolerance = 1e-6;
+    ConfigSpace space;
+    space.add(block(64)).add(block(128)).add(block(128).set("SCALE", 2.0078125));
+    TuningRecord r = tune(ctx, space, task, quick());
+    CHECK_FALSE(r.candidates[0].skipped());
+    CHECK_FALSE(r.candidates[1].skipped()); // the same values, another tile
+    // 2.0078125 * x differs from 2 * x by 0.4%: visible in bf16 and f16, so wrong.
+    CHECK_THAT(r.candidates[2].skipReason, Catch::StartsWith("wrong output:"));
+  }
+}
