@@ -4,10 +4,15 @@
 
 #include "tessera/Error.h"
 
+#include <stdlib.h>
+
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <optional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -68,6 +73,30 @@ struct Seeded {
   }
   int range(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
 };
+
+/// A fresh, empty directory from mkdtemp under /tmp (named with `prefix`),
+/// removed with its contents at the end.
+struct TempDir {
+  std::string path;
+  explicit TempDir(const std::string &prefix = "tessera-test") {
+    std::string tmpl = "/tmp/" + prefix + "-XXXXXX";
+    if (!::mkdtemp(tmpl.data()))
+      throw std::runtime_error("mkdtemp failed");
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  TempDir(const TempDir &) = delete;
+  TempDir &operator=(const TempDir &) = delete;
+};
+
+/// Replaces the file at `path` with exactly `bytes`.
+inline void writeFile(const std::string &path, const std::string &bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
 
 } // namespace tessera::testing
 

@@ -28,27 +28,12 @@ using namespace tessera;
 namespace fs = std::filesystem;
 using tessera::testing::EnvGuard;
 using tessera::testing::errorOf;
+using tessera::testing::TempDir;
+using tessera::testing::writeFile;
 
 namespace {
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/tessera-autotune-test-XXXXXX";
-    if (!::mkdtemp(tmpl))
-      throw std::runtime_error("mkdtemp failed");
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
-void writeFile(const std::string &path, const std::string &text) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << text;
-}
 
 std::string readFile(const std::string &path) {
   std::ifstream f(path, std::ios::binary);
@@ -377,7 +362,7 @@ TEST_CASE("TuningKey: fields, str, hash, JSON", "[autotune]") {
 // ---- the tuning cache ---------------------------------------------------------------------------
 
 TEST_CASE("TuningCache: round trip, memory hits, file format", "[autotune]") {
-  TempDir dir;
+  TempDir dir("tessera-autotune-test");
   ConfigSpace space = matmulSpace();
   TuningKey key = keyFor(512, 8192);
   TuningRecord record = recordFor(space, 1);
@@ -470,7 +455,7 @@ TEST_CASE("TuningCache: a corrupt or truncated file is reported, set aside and i
 
   auto check = [&](const std::string &what, const std::function<std::string(const std::string &)> &damage) {
     INFO(what);
-    TempDir dir;
+    TempDir dir("tessera-autotune-test");
     std::string file;
     {
       TuningCache cache(dir.path);
@@ -537,7 +522,7 @@ TEST_CASE("TuningCache: a corrupt or truncated file is reported, set aside and i
 
 TEST_CASE("TuningCache: a store over a corrupt file sets it aside and writes a valid one",
           "[autotune]") {
-  TempDir dir;
+  TempDir dir("tessera-autotune-test");
   ConfigSpace space = matmulSpace();
   TuningKey key = keyFor(512, 512);
   TuningCache cache(dir.path);
@@ -554,7 +539,7 @@ TEST_CASE("TuningCache: a store over a corrupt file sets it aside and writes a v
 }
 
 TEST_CASE("TuningCache: two processes writing one file keep every entry", "[autotune]") {
-  TempDir dir;
+  TempDir dir("tessera-autotune-test");
   ConfigSpace space = matmulSpace();
   constexpr int kPerProcess = 40;
   // Both write keys of one kernel version: one file. Process p stores
@@ -604,7 +589,7 @@ TEST_CASE("TuningCache: two processes writing one file keep every entry", "[auto
 }
 
 TEST_CASE("TuningCache: a changed kernel, import, config space or compiler misses", "[autotune]") {
-  TempDir dir, src;
+  TempDir dir("tessera-autotune-test"), src("tessera-autotune-test");
   std::string mainPath = src.path + "/main.tile", libPath = src.path + "/lib.tile";
   const std::string mainText = "from \"lib.tile\" import twice\n\n"
                                "@kernel\n"
@@ -664,7 +649,7 @@ TEST_CASE("TuningCache: a changed kernel, import, config space or compiler misse
 }
 
 TEST_CASE("TuningCache: nearest and resolve", "[autotune]") {
-  TempDir dir;
+  TempDir dir("tessera-autotune-test");
   ConfigSpace space = matmulSpace();
   TuningCache cache(dir.path);
   REQUIRE(cache.store(keyFor(512, 4096), recordFor(space, 0)));
@@ -720,7 +705,7 @@ TEST_CASE("TuningCache: nearest and resolve", "[autotune]") {
 }
 
 TEST_CASE("TuningCache: prune and pruneStale", "[autotune]") {
-  TempDir dir, src;
+  TempDir dir("tessera-autotune-test"), src("tessera-autotune-test");
   ConfigSpace space = matmulSpace();
   std::string kernelFile = src.path + "/mm.tile";
   writeFile(kernelFile, "version one\n");
@@ -764,7 +749,7 @@ TEST_CASE("TuningCache: prune and pruneStale", "[autotune]") {
 }
 
 TEST_CASE("TuningCache: directory and store errors", "[autotune]") {
-  TempDir dir;
+  TempDir dir("tessera-autotune-test");
   {
     EnvGuard env("TESSERA_CACHE_DIR", dir.path.c_str());
     CHECK(TuningCache::defaultDirectory() == dir.path + "/tuning");

@@ -27,28 +27,13 @@ namespace fs = std::filesystem;
 
 using tessera::testing::EnvGuard;
 using tessera::testing::errorOf;
+using tessera::testing::TempDir;
+using tessera::testing::writeFile;
 
 namespace {
 
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/tessera-cache-test-XXXXXX";
-    if (!::mkdtemp(tmpl))
-      throw std::runtime_error("mkdtemp failed");
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
-void writeFile(const std::string &path, const std::string &bytes) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 CacheKeyInputs sampleInputs() {
   CacheKeyInputs in;
@@ -215,7 +200,7 @@ TEST_CASE("cache keys are deterministic and cover every component", "[cache][key
 // ===========================================================================
 
 TEST_CASE("cache entries round-trip through memory and disk", "[cache]") {
-  TempDir dir;
+  TempDir dir("tessera-cache-test");
   std::string key = cacheKey(sampleInputs());
   {
     KernelCache cache(dir.path + "/sub/dir"); // created on demand
@@ -392,7 +377,7 @@ TEST_CASE("every corruption of an entry is detected", "[cache][corrupt]") {
 }
 
 TEST_CASE("corrupt cache files are reported, deleted and rebuilt", "[cache][corrupt]") {
-  TempDir dir;
+  TempDir dir("tessera-cache-test");
   std::string key = cacheKey(sampleInputs());
   std::string good = KernelCache::serialize(key, sampleEntry());
 
@@ -470,7 +455,7 @@ TEST_CASE("corrupt cache files are reported, deleted and rebuilt", "[cache][corr
 }
 
 TEST_CASE("store failures are warnings, not errors", "[cache]") {
-  TempDir dir;
+  TempDir dir("tessera-cache-test");
   writeFile(dir.path + "/file", "x");
   KernelCache cache(dir.path + "/file/cache"); // cannot be created: a file is in the way
   CacheStatus st;
@@ -486,7 +471,7 @@ TEST_CASE("store failures are warnings, not errors", "[cache]") {
 }
 
 TEST_CASE("concurrent writers of one key never produce a corrupt entry", "[cache][concurrent]") {
-  TempDir dir;
+  TempDir dir("tessera-cache-test");
   const std::string key = std::string(64, 'd');
   const std::string path = KernelCache(dir.path).entryPath(key);
 
@@ -585,7 +570,7 @@ TEST_CASE("concurrent writers of one key never produce a corrupt entry", "[cache
 }
 
 TEST_CASE("list and clear", "[cache]") {
-  TempDir dir;
+  TempDir dir("tessera-cache-test");
   KernelCache cache(dir.path);
   CHECK(cache.list().empty());
 
@@ -645,7 +630,7 @@ TEST_CASE("the cache directory comes from the environment", "[cache][env]") {
     CHECK(KernelCache::defaultDirectory() == "/tmp/tessera-cache-" + std::to_string(::getuid()));
   }
   // And it is really used.
-  TempDir tmp;
+  TempDir tmp("tessera-cache-test");
   EnvGuard dir("TESSERA_CACHE_DIR", tmp.path.c_str());
   KernelCache cache;
   REQUIRE(cache.store(kKey, sampleEntry()));
