@@ -26,15 +26,6 @@ bool isSwitchName(const std::string &name) {
   return std::find(std::begin(kSwitchNames), std::end(kSwitchNames), name) != std::end(kSwitchNames);
 }
 
-char constexprKind(const ConstexprValue &v) {
-  switch (v.index()) {
-  case 0: return 'i'; // int64_t
-  case 1: return 'f'; // double
-  case 2: return 'b'; // bool
-  default: return 't'; // DType
-  }
-}
-
 std::optional<int64_t> parseInt(const std::string &text) {
   if (text.empty())
     return std::nullopt;

@@ -23,6 +23,9 @@ inline void field(std::string &out, std::string_view s) {
   out += '\n';
 }
 
+/// The current UTC time in strftime `format`.
+std::string utcNow(const char *format);
+
 /// SHA-256 hex digest (runtime/Sha256.h, the kernel cache's hash).
 std::string sha256Hex(std::string_view text);
 

@@ -94,14 +94,6 @@ bool isCacheFileName(const std::string &name) {
          name.compare(name.size() - n, n, kFileSuffix) == 0;
 }
 
-std::string utcStamp() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
-  return buf;
-}
 
 
 
@@ -278,9 +270,9 @@ bool setAside(const std::string &path, const FileId &id, const std::string &prob
   struct stat st;
   if (::stat(path.c_str(), &st) != 0 || !(idOf(st) == id))
     return false;
-  std::string aside = path + ".corrupt-" + utcStamp();
+  std::string aside = path + ".corrupt-" + utcNow("%Y%m%dT%H%M%SZ");
   for (int n = 1; ::access(aside.c_str(), F_OK) == 0 && n < 1000; ++n)
-    aside = path + ".corrupt-" + utcStamp() + "." + std::to_string(n);
+    aside = path + ".corrupt-" + utcNow("%Y%m%dT%H%M%SZ") + "." + std::to_string(n);
   ++stats.corruptFiles;
   if (::rename(path.c_str(), aside.c_str()) != 0) {
     report(status, "tessera: tuning cache file " + path + " is corrupt (" + problem +

@@ -379,13 +379,15 @@ bool TuningRecord::operator==(const TuningRecord &o) const {
          sourcePaths == o.sourcePaths;
 }
 
-std::string isoDateUtcNow() {
+std::string autotune_detail::utcNow(const char *format) {
   std::time_t t = std::time(nullptr);
   std::tm tm{};
   gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, format, &tm);
   return buf;
 }
+
+std::string isoDateUtcNow() { return utcNow("%Y-%m-%dT%H:%M:%SZ"); }
 
 } // namespace tessera

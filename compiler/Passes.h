@@ -24,6 +24,15 @@ namespace tessera {
 /// instead of being emitted as MLIR remarks.
 std::unique_ptr<mlir::Pass> createTesseraLowerToNVVMWithRemarks(std::vector<std::string> *remarks);
 
+/// "file:line:col: " for a source location, else "": how the driver and the
+/// lowering's remarks name .tile positions (as the front end's diagnostics do).
+inline std::string sourcePrefix(mlir::Location loc) {
+  if (auto fl = mlir::dyn_cast<mlir::FileLineColLoc>(loc))
+    return fl.getFilename().str() + ":" + std::to_string(fl.getLine()) + ":" +
+           std::to_string(fl.getColumn()) + ": ";
+  return "";
+}
+
 #define GEN_PASS_REGISTRATION
 #include "Passes.h.inc"
 

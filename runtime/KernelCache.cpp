@@ -42,15 +42,6 @@ void field(std::string &out, std::string_view s) {
   out += '\n';
 }
 
-char constexprKind(const ConstexprValue &v) {
-  switch (v.index()) {
-  case 0: return 'i'; // int64_t
-  case 1: return 'f'; // double
-  case 2: return 'b'; // bool
-  default: return 't'; // DType
-  }
-}
-
 // ---- little-endian helpers ------------------------------------------------------
 
 void putU32(std::string &s, uint32_t v) {

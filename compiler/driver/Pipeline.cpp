@@ -47,14 +47,6 @@ struct SnapshotPass : PassWrapper<SnapshotPass, OperationPass<ModuleOp>> {
   bool debugInfo_;
 };
 
-/// "file:line:col: " for a source location, else "".
-std::string sourcePrefix(Location loc) {
-  if (auto fl = dyn_cast<FileLineColLoc>(loc))
-    return fl.getFilename().str() + ":" + std::to_string(fl.getLine()) + ":" +
-           std::to_string(fl.getColumn()) + ": ";
-  return "";
-}
-
 /// The passes from verified tile IR to `stage` (at most GPU IR), with a
 /// snapshot of each stage's output into `r`.
 void buildPipeline(PassManager &pm, const CompileOptions &options, Stage stage,

@@ -96,6 +96,15 @@ std::string doubleToString(double d) {
 }
 } // namespace
 
+char constexprKind(const ConstexprValue &v) {
+  switch (v.index()) {
+  case 0: return 'i'; // int64_t
+  case 1: return 'f'; // double
+  case 2: return 'b'; // bool
+  default: return 't'; // DType
+  }
+}
+
 std::string constexprToString(const ConstexprValue &v) {
   if (auto *i = std::get_if<int64_t>(&v))
     return std::to_string(*i);

@@ -1436,14 +1436,6 @@ namespace tessera {
 namespace {
 using namespace lowering::detail;
 
-/// "file:line:col: " for a source location, else "".
-std::string sourcePrefix(Location loc) {
-  if (auto fl = dyn_cast<FileLineColLoc>(loc))
-    return fl.getFilename().str() + ":" + std::to_string(fl.getLine()) + ":" +
-           std::to_string(fl.getColumn()) + ": ";
-  return "";
-}
-
 struct LowerToNVVMPass : impl::TesseraLowerToNVVMBase<LowerToNVVMPass> {
   LowerToNVVMPass() = default;
   explicit LowerToNVVMPass(std::vector<std::string> *remarks) : remarks_(remarks) {}

@@ -38,6 +38,9 @@ std::optional<DType> parseDType(const std::string &text); // "**u8"
 /// A compile-time value: a constexpr parameter, a -D define.
 using ConstexprValue = std::variant<int64_t, double, bool, DType>;
 std::string constexprToString(const ConstexprValue &v);
+/// The value's kind as one letter: 'i' (int64_t), 'f' (double), 'b' (bool),
+/// 't' (DType). Serializations tag values with it, so that 1 and 1.0 differ.
+char constexprKind(const ConstexprValue &v);
 /// Parses "64", "1e-3", "true", "f16" or "*bf16". Returns nullopt when unparsable.
 std::optional<ConstexprValue> parseConstexpr(const std::string &text);
 
