@@ -146,15 +146,6 @@ int64_t nowSeconds() {
 
 // ---- keys ------------------------------------------------------------------------
 
-void addArgFacts(CacheKeyInputs &in, const std::map<std::string, ArgFact> &facts) {
-  std::string text;
-  for (auto &[name, f] : facts)
-    if (f != ArgFact::None)
-      text += (text.empty() ? "" : ",") + name + argFactSuffix(f);
-  if (!text.empty())
-    in.options["arg_facts"] = text;
-}
-
 std::string canonicalKeyText(const CacheKeyInputs &in) {
   std::string s = "tessera-kernel-cache-key 1\n";
   s += "sources " + std::to_string(in.sources.size()) + "\n";

@@ -64,8 +64,9 @@ std::vector<std::pair<std::string, std::string>> CompileOptions::cacheFields() c
   };
   for (const auto &[name, v] : constexprs) // std::map: sorted by name
     f.push_back({"constexpr:" + name, constexprToString(v)});
-  for (const auto &[name, fact] : argFacts)
-    f.push_back({"fact:" + name, argFactSuffix(fact)});
+  for (const auto &[name, fact] : argFacts) // None compiles as no fact at all
+    if (fact != ArgFact::None)
+      f.push_back({"fact:" + name, argFactSuffix(fact)});
   return f;
 }
 

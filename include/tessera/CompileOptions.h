@@ -101,7 +101,8 @@ struct CompileOptions {
   std::string validate() const;
   /// Every field that changes generated code, as (name, value) text pairs in a
   /// fixed order: the code-generation switches, the target, then constexprs
-  /// and argument facts sorted by name. The kernel cache keys on these.
+  /// and argument facts (other than None) sorted by name. The kernel cache
+  /// keys on these.
   std::vector<std::pair<std::string, std::string>> cacheFields() const;
   /// A digest of cacheFields() (64 hex digits): equal options, equal hash.
   std::string hash() const;

@@ -56,11 +56,6 @@ struct CacheKeyInputs {
   std::string target; // "sm_90a"
 };
 
-/// Adds the facts a specialized variant was compiled with to `inputs.options`
-/// ("arg_facts" = "N=1,stride%16", names sorted). Nothing without facts, so
-/// that an unspecialized kernel keeps its key.
-void addArgFacts(CacheKeyInputs &inputs, const std::map<std::string, ArgFact> &facts);
-
 /// The unambiguous serialization that cacheKey() hashes (length-prefixed
 /// fields, constexprs sorted by name and tagged with their kind).
 std::string canonicalKeyText(const CacheKeyInputs &inputs);
