@@ -348,6 +348,11 @@ std::string ConfigSpace::canonicalText() const {
     for (const std::string &n : *list)
       field(s, n);
   }
+  // Absent when empty, so that spaces without one keep their hash.
+  if (!pruneExpression.empty()) {
+    s += "prune\n";
+    field(s, pruneExpression);
+  }
   return s;
 }
 

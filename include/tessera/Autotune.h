@@ -144,6 +144,10 @@ struct ConfigSpace {
   /// function has no stable text; change a config or a key when the
   /// condition changes, or clear the entries (docs/autotune.md).
   std::function<bool(const Config &)> prune;
+  /// The text of the decorator's prune= expression, which `prune` evaluates
+  /// (empty for spaces built in C++). Part of hash(): editing the condition
+  /// gives new tuning keys.
+  std::string pruneExpression;
   /// Pointer arguments zeroed before each timed launch (accumulating kernels).
   std::vector<std::string> reset;
   /// Pointer arguments copied back after each timed launch (in-place kernels).
@@ -172,10 +176,11 @@ struct ConfigSpace {
 
   /// The stable text hash() digests: a version line, then every config (its
   /// constexprs with their kinds and its set switches), the keys with their
-  /// bucketing, reset and restore, as length-prefixed fields.
+  /// bucketing, reset and restore, and pruneExpression when not empty, as
+  /// length-prefixed fields.
   std::string canonicalText() const;
   /// SHA-256 (64 hex digits) of canonicalText(): the same in every process and
-  /// run for an equal space. Excludes `prune`.
+  /// run for an equal space. Excludes the `prune` function (not its text).
   std::string hash() const;
 };
 

@@ -9,10 +9,14 @@
 #include "tessera/Types.h"
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace tessera {
+
+struct ConfigSpace; // tessera/Autotune.h (not included: its short names would
+                    // clash in programs that say `using namespace tessera;`)
 
 struct CompileResult {
   bool ok = false;
@@ -48,6 +52,12 @@ struct CompileResult {
   std::map<std::string, std::vector<TensorMapSpec>> tensorMaps;
   /// (path, text) of the main file and every file it imports (for cache keys).
   std::vector<std::pair<std::string, std::string>> sources;
+  /// The config space of every compiled kernel that has an @autotune
+  /// decorator, by kernel name (from Stage::Tile on). Its `prune` evaluates
+  /// the decorator's prune= expression with the config's constexprs and
+  /// switches over the kernel's other constexprs as this compile had them. Include
+  /// tessera/Autotune.h to use it.
+  std::map<std::string, std::shared_ptr<const ConfigSpace>> configSpaces;
 };
 
 /// Compiles kernel `kernel` (every kernel in the file when empty) of `path`
