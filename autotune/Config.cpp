@@ -306,6 +306,13 @@ std::string ConfigSpace::validate(const CompileOptions &base) const {
   return "";
 }
 
+int64_t Config::get(const std::string &name) const {
+  auto it = constexprs.find(name);
+  if (it == constexprs.end() || !std::holds_alternative<int64_t>(it->second))
+    throw Error("config " + str() + " sets no integer '" + name + "'");
+  return std::get<int64_t>(it->second);
+}
+
 std::vector<Config> ConfigSpace::candidates() const {
   std::vector<Config> out;
   for (const Config &c : configs)

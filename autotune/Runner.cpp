@@ -6,6 +6,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <memory>
+#include <mutex>
 #include <cmath>
 #include <cstring>
 #include <exception>
@@ -77,46 +82,179 @@ std::string what(const std::exception_ptr &e) {
   }
 }
 
-/// Compiles every admitted candidate on `threads` threads; a failure leaves
-/// the kernel empty and the reason in `reasons`.
-void compileAll(const TuneTask &task, const std::vector<Config> &configs,
-                const std::vector<bool> &admitted, unsigned threads,
-                std::vector<std::optional<Kernel>> &kernels, std::vector<std::string> &reasons) {
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i; (i = next++) < configs.size();) {
-      if (!admitted[i])
-        continue;
-      try {
-        kernels[i] = task.compile(configs[i]);
-      } catch (...) {
-        reasons[i] = "compile error: " + what(std::current_exception());
-      }
-    }
-  };
-  unsigned n = std::max(1u, std::min<unsigned>(threads, unsigned(configs.size())));
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < n; ++t)
-    pool.emplace_back(worker);
-  worker();
-  for (std::thread &t : pool)
-    t.join();
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-/// Puts `reset` and `restore` buffers in their starting state (on ctx.stream()).
+/// The compile phase, shared with its threads: a thread stuck in a compile
+/// past the timeout is left behind (there is no safe way to stop it) and
+/// outlives tune(), so everything it touches lives here.
+struct CompileJobs {
+  enum class State { Pending, Running, Done, Abandoned };
+  std::function<std::string(const Config &)> admit;
+  std::function<Kernel(const Config &)> compile;
+  std::function<std::string(Kernel &, const Config &)> afterCompile;
+  std::vector<Config> configs;
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<State> state;
+  std::vector<Clock::time_point> started;
+  std::vector<std::optional<Kernel>> kernels;
+  std::vector<std::string> reasons;
+  size_t next = 0;
+  bool stop = false; // no new compiles (timeout or budget)
+
+  /// Runs jobs until none is left; returns when this thread may no longer
+  /// take one (its job was abandoned, or `stop`).
+  void work() {
+    for (;;) {
+      size_t i;
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        while (next < configs.size() && state[next] != State::Pending)
+          ++next;
+        if (stop || next >= configs.size())
+          return;
+        i = next++;
+        state[i] = State::Running;
+        started[i] = Clock::now();
+      }
+      std::optional<Kernel> kernel;
+      std::string reason = run(i, kernel);
+      std::lock_guard<std::mutex> lock(mutex);
+      if (state[i] == State::Abandoned)
+        return; // the main thread gave up on it and started another thread
+      state[i] = State::Done;
+      reasons[i] = std::move(reason);
+      kernels[i] = std::move(kernel);
+      changed.notify_all();
+    }
+  }
+
+  std::string run(size_t i, std::optional<Kernel> &kernel) {
+    try {
+      if (admit)
+        if (std::string why = admit(configs[i]); !why.empty())
+          return why;
+      kernel = compile(configs[i]);
+      if (afterCompile)
+        if (std::string why = afterCompile(*kernel, configs[i]); !why.empty())
+          return kernel.reset(), why;
+      return "";
+    } catch (...) {
+      kernel.reset();
+      return "compile error: " + what(std::current_exception());
+    }
+  }
+};
+
+/// Compiles every admitted candidate on `threads` threads; a failure leaves
+/// the kernel empty and the reason in `reasons`. A compile that runs past
+/// the timeout is skipped and its thread replaced; once the budget is spent
+/// (and some candidate compiled), the configs not yet started are skipped.
+void compileAll(const TuneTask &task, const std::vector<Config> &configs,
+                const std::vector<bool> &admitted, const TuneOptions &options,
+                Clock::time_point begin, std::vector<std::optional<Kernel>> &kernels,
+                std::vector<std::string> &reasons) {
+  auto jobs = std::make_shared<CompileJobs>();
+  jobs->admit = task.admit;
+  jobs->compile = task.compile;
+  jobs->afterCompile = task.afterCompile;
+  jobs->configs = configs;
+  size_t n = configs.size(), total = 0;
+  jobs->state.assign(n, CompileJobs::State::Pending);
+  jobs->started.resize(n);
+  jobs->kernels.resize(n);
+  jobs->reasons = reasons;
+  for (size_t i = 0; i < n; ++i)
+    if (!admitted[i])
+      jobs->state[i] = CompileJobs::State::Done;
+    else
+      ++total;
+  unsigned threads = options.compileThreads ? options.compileThreads
+                                            : std::max(1u, std::thread::hardware_concurrency());
+  auto spawn = [&] { std::thread([jobs] { jobs->work(); }).detach(); };
+  for (unsigned t = 0; t < std::max<size_t>(1, std::min<size_t>(threads, total)); ++t)
+    spawn();
+
+  std::unique_lock<std::mutex> lock(jobs->mutex);
+  for (;;) {
+    size_t settled = 0, compiledOk = 0;
+    bool pending = false;
+    for (size_t i = 0; i < n; ++i) {
+      CompileJobs::State &st = jobs->state[i];
+      if (st == CompileJobs::State::Running && options.compileTimeoutSeconds > 0 &&
+          secondsSince(jobs->started[i]) > options.compileTimeoutSeconds) {
+        st = CompileJobs::State::Abandoned;
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "compile timeout: still compiling after %.3g s",
+                      options.compileTimeoutSeconds);
+        jobs->reasons[i] = buf;
+        spawn(); // replaces the thread left behind
+      }
+      if (st == CompileJobs::State::Pending)
+        pending = true;
+      if (admitted[i] && (st == CompileJobs::State::Done || st == CompileJobs::State::Abandoned))
+        ++settled;
+      compiledOk += jobs->kernels[i].has_value();
+    }
+    if (options.progress) {
+      lock.unlock();
+      options.progress("compile", settled, total);
+      lock.lock();
+    }
+    if (settled == total)
+      break;
+    if (pending && options.budgetSeconds > 0 && compiledOk > 0 &&
+        secondsSince(begin) > options.budgetSeconds) {
+      jobs->stop = true;
+      for (size_t i = 0; i < n; ++i)
+        if (jobs->state[i] == CompileJobs::State::Pending) {
+          jobs->state[i] = CompileJobs::State::Done;
+          jobs->reasons[i] = "over the tuning budget";
+        }
+      continue;
+    }
+    jobs->changed.wait_for(lock, std::chrono::milliseconds(20));
+  }
+  jobs->stop = true;
+  for (size_t i = 0; i < n; ++i) {
+    reasons[i] = jobs->reasons[i];
+    if (jobs->state[i] == CompileJobs::State::Done)
+      kernels[i] = std::move(jobs->kernels[i]);
+  }
+}
+
+/// Puts `reset` and `restore` buffers in their starting state before every
+/// launch (on ctx.stream()), and gives both back their contents at the end,
+/// so that the caller's own launch after tuning sees what it would have seen.
 class Preparer {
 public:
   Preparer(Context &ctx, const TuneTask &task) : ctx_(ctx), task_(task) {
-    for (DeviceMemory *m : task.restore) {
-      saved_.emplace_back(ctx, m->size());
-      saved_.back().copyFrom(*m, m->size());
-    }
+    for (const auto *list : {&task.reset, &task.restore})
+      for (DeviceMemory *m : *list) {
+        saved_.emplace_back(ctx, m->size());
+        saved_.back().copyFrom(*m, m->size());
+      }
   }
   void operator()() {
     for (DeviceMemory *m : task_.reset)
       m->memset(0, ctx_.stream());
-    for (size_t i = 0; i < task_.restore.size(); ++i)
-      task_.restore[i]->copyFrom(saved_[i], saved_[i].size(), 0, 0, ctx_.stream());
+    for (size_t i = 0; i < task_.restore.size(); ++i) {
+      const DeviceMemory &start = saved_[task_.reset.size() + i];
+      task_.restore[i]->copyFrom(start, start.size(), 0, 0, ctx_.stream());
+    }
+  }
+  /// Every reset and restore buffer as it was before tuning.
+  void giveBack() {
+    size_t k = 0;
+    for (const auto *list : {&task_.reset, &task_.restore})
+      for (DeviceMemory *m : *list) {
+        m->copyFrom(saved_[k], saved_[k].size(), 0, 0, ctx_.stream());
+        ++k;
+      }
   }
 
 private:
@@ -179,11 +317,11 @@ TuningRecord tune(Context &ctx, const ConfigSpace &space, const TuneTask &task,
   std::vector<std::string> reasons(n);
   for (size_t i = 0; i < n; ++i)
     if (!(admitted[i] = space.admits(configs[i])))
-      reasons[i] = "pruned";
+      reasons[i] = space.pruneExpression.empty() ? "pruned"
+                                                 : "pruned: not " + space.pruneExpression;
   std::vector<std::optional<Kernel>> kernels(n);
-  unsigned threads = options.compileThreads ? options.compileThreads
-                                            : std::max(1u, std::thread::hardware_concurrency());
-  compileAll(task, configs, admitted, threads, kernels, reasons);
+  Clock::time_point begin = Clock::now();
+  compileAll(task, configs, admitted, options, begin, kernels, reasons);
 
   TuneStats counted;
   TuningRecord record;
@@ -197,6 +335,9 @@ TuningRecord tune(Context &ctx, const ConfigSpace &space, const TuneTask &task,
       ++counted.compiled;
       reasons[i] = runAndCheck(ctx, task, prepare, *kernels[i], configs[i], reference);
     }
+    if (reasons[i].empty() && !timed.empty() && options.budgetSeconds > 0 &&
+        secondsSince(begin) > options.budgetSeconds)
+      reasons[i] = "over the tuning budget";
     if (reasons[i].empty()) {
       Kernel &k = *kernels[i];
       const Config &cfg = configs[i];
@@ -210,6 +351,8 @@ TuningRecord tune(Context &ctx, const ConfigSpace &space, const TuneTask &task,
     }
     c.skipReason = reasons[i];
     record.candidates.push_back(std::move(c));
+    if (options.progress)
+      options.progress("time", i + 1, n);
   }
   if (timed.empty()) {
     std::string all;
@@ -235,7 +378,7 @@ TuningRecord tune(Context &ctx, const ConfigSpace &space, const TuneTask &task,
   });
   record.best = configs[best];
   record.date = isoDateUtcNow();
-  prepare(); // leave the buffers as the caller had them
+  prepare.giveBack(); // leave the buffers as the caller had them
   ctx.synchronize();
   for (const CandidateResult &c : record.candidates)
     counted.timed += !c.skipped(), counted.skipped += c.skipped();

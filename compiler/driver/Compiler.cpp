@@ -3,6 +3,7 @@
 #include "Frontend.h"
 
 #include "IRGen.h"
+#include "analysis/WrittenParams.h"
 #include "ModuleLoader.h"
 #include "tile/TileDialect.h"
 #include "tilegpu/TileGPUDialect.h"
@@ -28,6 +29,17 @@ static bool isKernel(const fe::FunctionDef &fn) {
     if (d.name == "kernel")
       return true;
   return false;
+}
+
+// Flags the parameters a store or atomic address derives from. The kernel's
+// function arguments are its runtime parameters, in order.
+static void markWrittenParams(ModuleOp module, KernelSignature &sig) {
+  auto fn = module.lookupSymbol<func::FuncOp>(sig.name);
+  if (!fn || fn.getNumArguments() != sig.params.size())
+    return;
+  std::vector<bool> written = analysis::writtenPointerArguments(fn);
+  for (size_t i = 0; i < sig.params.size(); ++i)
+    sig.params[i].written = written[i];
 }
 
 // Maps an MLIR location back to a front-end location for diagnostics.
@@ -127,6 +139,7 @@ FrontendResult runFrontend(MLIRContext &ctx, const std::string &path, const std:
     KernelSignature sig;
     if (!gen.genKernel(*res.module, *mod, *k, mine, sig, options.argFacts))
       return finish(), std::move(res);
+    markWrittenParams(*res.module, sig);
     res.kernels.push_back(std::move(sig));
   }
   if (failed(verify(*res.module))) {

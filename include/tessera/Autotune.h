@@ -53,6 +53,9 @@ struct Config {
     constexprs[name] = std::move(value);
     return *this;
   }
+  /// The integer constexpr `name` (a tile size, for a grid function).
+  /// Throws tessera::Error when the config does not set it to an integer.
+  int64_t get(const std::string &name) const;
   Config &warps(int n) { numWarps = n; return *this; }
   Config &stages(int n) { numStages = n; return *this; }
   Config &specializeWarps(bool on) { warpSpecialize = on; return *this; }

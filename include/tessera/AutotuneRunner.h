@@ -30,6 +30,15 @@ struct TuneTask {
   /// Compiles the kernel for a config. Called on several threads at once;
   /// throws (tessera::Error) when the config cannot be compiled.
   std::function<Kernel(const Config &)> compile;
+  /// Optional, called (on a compile thread) before compile: why the config
+  /// is skipped without compiling (a static_assert of the kernel fails for
+  /// it), or "" to compile it.
+  std::function<std::string(const Config &)> admit;
+  /// Optional, called on the compile thread right after compile: builds what
+  /// the launch needs (a specializing kernel's variant for the launch's
+  /// arguments) and returns why the config is skipped (it spills, it needs
+  /// more shared memory than the device has), or "" to keep it.
+  std::function<std::string(Kernel &, const Config &)> afterCompile;
   /// Queues one launch of the kernel compiled for `config` on ctx.stream().
   std::function<void(Kernel &, const Config &)> launch;
   /// A buffer the kernel writes, compared between candidates.
@@ -42,10 +51,11 @@ struct TuneTask {
   /// (the first that ran), per output. Configs that sum in another order
   /// differ in rounding; a wrong config differs by far more.
   double tolerance = 1e-2;
-  /// Zeroed before every launch: buffers the kernel accumulates into.
+  /// Zeroed before every launch: buffers the kernel accumulates into. Given
+  /// back their contents when tuning ends.
   std::vector<DeviceMemory *> reset;
-  /// Put back to their contents at the start of tuning before every launch:
-  /// buffers the kernel updates in place.
+  /// Put back to their contents at the start of tuning before every launch,
+  /// and when tuning ends: buffers the kernel updates in place.
   std::vector<DeviceMemory *> restore;
 };
 
@@ -58,6 +68,17 @@ struct TuneOptions {
   int retimeRepeats = 30;
   /// Threads compiling candidates; 0: the hardware's.
   unsigned compileThreads = 0;
+  /// A config whose compile (admit, compile, afterCompile) takes longer is
+  /// skipped ("compile timeout"); its thread is left to finish in the
+  /// background and its result is dropped. 0: no limit.
+  double compileTimeoutSeconds = 0;
+  /// Wall-clock cap on the whole tuning, compiles included: once spent, the
+  /// candidates not yet timed are skipped ("over the tuning budget"), except
+  /// that at least one candidate is always timed. 0: no cap.
+  double budgetSeconds = 0;
+  /// Called as the tuning advances: `phase` is "compile" or "time", with the
+  /// candidates done of `total` in that phase (for a progress bar).
+  std::function<void(const char *phase, size_t done, size_t total)> progress;
 };
 
 /// What the tuning did, for a caller that counts (tests, `tessera autotune`).

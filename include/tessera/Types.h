@@ -48,6 +48,9 @@ std::optional<ConstexprValue> parseConstexpr(const std::string &text);
 struct KernelParam {
   std::string name;
   DType type; // pointers have pointerDepth >= 1
+  /// A pointer the kernel may store through (a store's or an atomic's address
+  /// derives from it): what the autotuner compares between candidates.
+  bool written = false;
 };
 
 /// A fact about the value of an integer (i32/i64) kernel argument that a

@@ -1,0 +1,357 @@
+// TunedKernel: key values from the arguments -> memory, the tuning cache, or
+// a tuning with the launch's own arguments -> the compiled config
+// (tessera/TunedKernel.h).
+#include "tessera/TunedKernel.h"
+
+#include "tessera/Compiler.h"
+#include "tessera/Error.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+#include <unordered_map>
+
+namespace tessera {
+namespace {
+
+struct ValuesHash {
+  size_t operator()(const std::vector<int64_t> &v) const {
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t x : v)
+      h = (h ^ uint64_t(x)) * 1099511628211ull;
+    return size_t(h);
+  }
+};
+
+bool printFromEnvironment() {
+  const char *v = std::getenv("TESSERA_PRINT_AUTOTUNING");
+  return v && *v && std::string(v) != "0";
+}
+
+/// The first error line of rendered diagnostics, without the "file:l:c: error: " part.
+std::string firstError(const std::string &diagnostics) {
+  std::istringstream in(diagnostics);
+  for (std::string line; std::getline(in, line);)
+    if (size_t at = line.find("error: "); at != std::string::npos)
+      return line.substr(at + 7);
+  return diagnostics.substr(0, diagnostics.find('\n'));
+}
+
+std::string keyText(const KeyValues &key) {
+  std::string s;
+  for (const auto &[name, value] : key)
+    s += (s.empty() ? "" : ",") + name + "=" + std::to_string(value);
+  return s.empty() ? "(no key)" : s;
+}
+
+} // namespace
+
+struct TunedKernel::State {
+  Context *ctx = nullptr;
+  std::string path, kernel;
+  std::map<std::string, ConstexprValue> fixed;
+  JitOptions options;  // what configs are applied to, without `fixed`
+  JitOptions keyBase;  // `options` with `fixed` as its constexprs: the key's options
+  TunedKernelOptions tuning;
+  ConfigSpace space;
+  std::vector<std::pair<std::string, std::string>> sources;
+  KernelSignature signature;
+  /// Per key of the space: the index of its argument, or -1 with its value
+  /// in `constantKeys` (an integer constexpr of the kernel).
+  std::vector<int> keyArgument;
+  std::map<std::string, int64_t> constantKeys;
+  std::vector<int> resetArguments, restoreArguments;
+  bool print = false;
+
+  struct Resolved {
+    Config config;
+    Kernel kernel;
+  };
+  mutable std::mutex mutex;
+  std::unordered_map<std::vector<int64_t>, Resolved, ValuesHash> memo;
+  TunedKernelStats stats;
+  std::atomic<uint64_t> compiles{0};
+  TuningDecision last;
+
+  int parameterIndex(const std::string &name) const {
+    for (size_t i = 0; i < signature.params.size(); ++i)
+      if (signature.params[i].name == name)
+        return int(i);
+    return -1;
+  }
+
+  void setUp() {
+    keyBase = options;
+    keyBase.constexprs = fixed;
+    CompileResult front = compileFile(path, kernel, keyBase, Stage::Tile);
+    if (!front.ok)
+      throw Error(front.diagnostics);
+    sources = front.sources;
+    for (const KernelSignature &s : front.kernels)
+      if (s.name == kernel)
+        signature = s;
+    if (signature.name.empty())
+      throw Error("no kernel '" + kernel + "' in " + path);
+    if (space.configs.empty()) {
+      auto it = front.configSpaces.find(kernel);
+      if (it == front.configSpaces.end() || !it->second)
+        throw Error("kernel '" + kernel + "' in " + path +
+                    " has no @autotune decorator: give TunedKernel a ConfigSpace");
+      space = *it->second;
+    }
+    if (std::string why = space.validate(keyBase); !why.empty())
+      throw Error("kernel '" + kernel + "': " + why);
+    for (const KeySpec &k : space.keys) {
+      int i = parameterIndex(k.name);
+      if (i >= 0 && signature.params[i].type.pointerDepth == 0 &&
+          !isFloat(signature.params[i].type.scalar)) {
+        keyArgument.push_back(i);
+        continue;
+      }
+      auto c = signature.constexprs.find(k.name);
+      if (i < 0 && c != signature.constexprs.end() && std::holds_alternative<int64_t>(c->second)) {
+        keyArgument.push_back(-1);
+        constantKeys[k.name] = std::get<int64_t>(c->second);
+        continue;
+      }
+      throw Error("autotune key '" + k.name + "' of kernel '" + kernel +
+                  "' is not an integer parameter");
+    }
+    for (auto [names, into] : {std::pair{&space.reset, &resetArguments},
+                               std::pair{&space.restore, &restoreArguments}}) {
+      for (const std::string &n : *names) {
+        int i = parameterIndex(n);
+        if (i < 0 || signature.params[i].type.pointerDepth == 0)
+          throw Error("autotune " + std::string(names == &space.reset ? "reset" : "restore") +
+                      " '" + n + "' is not a pointer parameter of kernel '" + kernel + "'");
+        into->push_back(i);
+      }
+    }
+    print = tuning.print || printFromEnvironment();
+  }
+
+  TuningCache &cache() const { return tuning.cache ? *tuning.cache : TuningCache::global(); }
+
+  std::map<std::string, int64_t> keyArguments(const std::vector<ArgValue> &args) const {
+    std::map<std::string, int64_t> values = constantKeys;
+    for (size_t k = 0; k < space.keys.size(); ++k) {
+      int i = keyArgument[k];
+      if (i < 0)
+        continue;
+      const ArgValue &a = args[i];
+      int64_t v = 0;
+      switch (a.type.scalar) {
+      case ScalarType::i1:
+      case ScalarType::u8: v = a.as<uint8_t>(); break;
+      case ScalarType::i8: v = a.as<int8_t>(); break;
+      case ScalarType::i16: v = a.as<int16_t>(); break;
+      case ScalarType::i32: v = a.as<int32_t>(); break;
+      default: v = a.as<int64_t>(); break;
+      }
+      values[space.keys[k].name] = v;
+    }
+    return values;
+  }
+
+  Kernel compileConfig(const Config &config) {
+    JitOptions o = options;
+    std::map<std::string, ConstexprValue> cx = fixed;
+    config.applyTo(o, cx);
+    ++compiles;
+    return tessera::compile(*ctx, path, kernel, cx, o);
+  }
+
+  /// Why the front end rejects `config` (a static_assert), or "".
+  std::string frontEndVerdict(const Config &config) const {
+    CompileOptions o = config.appliedTo(keyBase);
+    CompileResult r = compileFile(path, kernel, o, Stage::Tile);
+    if (r.ok)
+      return "";
+    std::string why = firstError(r.diagnostics);
+    return why.rfind("static assertion failed", 0) == 0 ? "static_assert: " + why
+                                                         : "front-end error: " + why;
+  }
+
+  /// Why a compiled candidate is not worth timing: it spills, or needs more
+  /// shared memory than the device allows; builds the launch's variant.
+  std::string resourceVerdict(Kernel &k, const std::vector<ArgValue> &args) const {
+    detail::KernelVariant v = k.variantFor(args);
+    if (tuning.keepSpilling || ctx->isInterpreter())
+      return "";
+    FunctionAttributes a = v.function.attributes();
+    if (a.localBytes > 0)
+      return "spills: " + std::to_string(a.localBytes) + " bytes of local memory per thread";
+    size_t limit = ctx->device().maxSharedMemoryPerBlockOptin;
+    size_t need = v.sharedMemoryBytes + a.staticSharedBytes;
+    if (limit > 0 && need > limit)
+      return "needs " + std::to_string(need) + " bytes of shared memory, the device allows " +
+             std::to_string(limit);
+    return "";
+  }
+
+  TuningRecord tuneNow(const GridFn &grid, const std::vector<ArgValue> &args,
+                       const std::vector<const DeviceMemory *> &buffers, TuneStats &counted) {
+    auto buffer = [&](int i, const char *role) {
+      const DeviceMemory *m = buffers.empty() ? nullptr : buffers[i];
+      if (!m)
+        throw Error(std::string("autotune ") + role + " '" + signature.params[i].name +
+                    "' of kernel '" + kernel +
+                    "' must be passed as a DeviceBuffer, so that the tuner knows its size");
+      return const_cast<DeviceMemory *>(m); // the kernel writes it anyway
+    };
+    TuneTask task;
+    task.admit = [this](const Config &c) { return frontEndVerdict(c); };
+    task.compile = [this](const Config &c) { return compileConfig(c); };
+    task.afterCompile = [this, &args](Kernel &k, const Config &) { return resourceVerdict(k, args); };
+    task.launch = [this, &grid, &args](Kernel &k, const Config &c) {
+      k.launchWithArgs(ctx->stream(), grid(c), args);
+    };
+    for (size_t i = 0; i < signature.params.size(); ++i)
+      if (signature.params[i].written && !buffers.empty() && buffers[i])
+        task.outputs.push_back({buffers[i], signature.params[i].type.scalar});
+    task.tolerance = tuning.tolerance;
+    for (int i : resetArguments)
+      task.reset.push_back(buffer(i, "reset"));
+    for (int i : restoreArguments)
+      task.restore.push_back(buffer(i, "restore"));
+    return tessera::tune(*ctx, space, task, tuning.tuning, &counted);
+  }
+
+  void report(const TuningDecision &d, const std::optional<TuningKey> &from) const {
+    std::string how;
+    char buf[160];
+    if (d.source == "tuned") {
+      size_t timed = 0;
+      for (const CandidateResult &c : d.record->candidates)
+        timed += !c.skipped();
+      const CandidateResult *best = d.record->bestCandidate();
+      std::snprintf(buf, sizeof buf, "tuned in %.2f s: %zu configs, %zu timed; best %.4g ms",
+                    d.seconds, d.record->candidates.size(), timed,
+                    best && best->timeMs ? *best->timeMs : 0.0);
+      how = buf;
+    } else if (d.source == "cache") {
+      how = "from the tuning cache";
+    } else if (d.source == "nearest") {
+      how = "nearest tuned key " + (from ? keyText(from->keyValues) : std::string("?"));
+    } else {
+      how = "first config, not tuned";
+    }
+    std::cerr << "tessera autotune: " << kernel << " " << keyText(d.key) << " -> "
+              << d.config.str() << " (" << how << ")\n";
+  }
+
+  const Resolved &resolve(const GridFn &grid, const std::vector<ArgValue> &args,
+                          const std::vector<const DeviceMemory *> &buffers) {
+    checkLaunchArgs(signature, args);
+    if (!buffers.empty() && buffers.size() != args.size())
+      throw Error("TunedKernel: " + std::to_string(buffers.size()) + " buffers for " +
+                  std::to_string(args.size()) + " arguments");
+    std::map<std::string, int64_t> values = keyArguments(args);
+    KeyValues bucketed = space.bucket(values);
+    std::vector<int64_t> memoKey;
+    for (const auto &kv : bucketed)
+      memoKey.push_back(kv.second);
+    std::lock_guard<std::mutex> lock(mutex); // one resolution at a time
+    ++stats.launches;
+    if (auto it = memo.find(memoKey); it != memo.end()) {
+      ++stats.memoryHits;
+      return it->second;
+    }
+    TuningKey key = TuningKey::make(ctx->device(), kernel, sources, keyBase, space, values);
+    Resolution r = cache().resolve(key, space, effectiveMissPolicy(tuning.onMiss));
+    TuningDecision d;
+    d.key = bucketed;
+    switch (r.source) {
+    case Resolution::Source::Exact: d.source = "cache", ++stats.cacheHits; break;
+    case Resolution::Source::Nearest: d.source = "nearest", ++stats.fallbacks; break;
+    case Resolution::Source::FirstConfig: d.source = "first", ++stats.fallbacks; break;
+    case Resolution::Source::MustTune: {
+      auto begin = std::chrono::steady_clock::now();
+      TuneStats counted;
+      auto record = std::make_shared<TuningRecord>(tuneNow(grid, args, buffers, counted));
+      d.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+      cache().store(key, *record);
+      stats.timedRuns += uint64_t(counted.timed);
+      ++stats.tunings;
+      d.source = "tuned";
+      d.record = record;
+      r.config = record->best;
+      break;
+    }
+    }
+    if (!r.config)
+      throw Error("kernel '" + kernel + "': no config of its space passes the prune condition");
+    d.config = *r.config;
+    Resolved resolved{*r.config, compileConfig(*r.config)};
+    stats.compiles = compiles;
+    if (print)
+      report(d, r.fromKey);
+    last = std::move(d);
+    return memo.emplace(memoKey, std::move(resolved)).first->second;
+  }
+};
+
+TunedKernel::TunedKernel(Context &ctx, const std::string &path, const std::string &kernel,
+                         std::map<std::string, ConstexprValue> constexprs, JitOptions options,
+                         TunedKernelOptions tuning)
+    : TunedKernel(ctx, path, kernel, ConfigSpace{}, std::move(constexprs), std::move(options),
+                  std::move(tuning)) {}
+
+TunedKernel::TunedKernel(Context &ctx, const std::string &path, const std::string &kernel,
+                         ConfigSpace space, std::map<std::string, ConstexprValue> constexprs,
+                         JitOptions options, TunedKernelOptions tuning)
+    : state_(std::make_unique<State>()) {
+  State &s = *state_;
+  s.ctx = &ctx;
+  s.path = path;
+  s.kernel = kernel;
+  s.fixed = std::move(constexprs);
+  s.options = std::move(options);
+  s.tuning = std::move(tuning);
+  s.space = std::move(space);
+  s.setUp();
+}
+
+TunedKernel::~TunedKernel() = default;
+TunedKernel::TunedKernel(TunedKernel &&) noexcept = default;
+TunedKernel &TunedKernel::operator=(TunedKernel &&) noexcept = default;
+
+void TunedKernel::launchWithArgs(const Stream &stream, const GridFn &grid,
+                                 const std::vector<ArgValue> &args,
+                                 const std::vector<const DeviceMemory *> &buffers) {
+  const State::Resolved &r = state_->resolve(grid, args, buffers);
+  r.kernel.launchWithArgs(stream, grid(r.config), args);
+}
+
+Config TunedKernel::configForArgs(const GridFn &grid, const std::vector<ArgValue> &args,
+                                  const std::vector<const DeviceMemory *> &buffers) {
+  return state_->resolve(grid, args, buffers).config;
+}
+
+TuningKey TunedKernel::keyFor(const std::vector<ArgValue> &args) const {
+  const State &s = *state_;
+  checkLaunchArgs(s.signature, args);
+  return TuningKey::make(s.ctx->device(), s.kernel, s.sources, s.keyBase, s.space,
+                         s.keyArguments(args));
+}
+
+const ConfigSpace &TunedKernel::space() const { return state_->space; }
+const KernelSignature &TunedKernel::signature() const { return state_->signature; }
+
+TunedKernelStats TunedKernel::stats() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  TunedKernelStats s = state_->stats;
+  s.compiles = state_->compiles;
+  return s;
+}
+
+TuningDecision TunedKernel::lastDecision() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->last;
+}
+
+} // namespace tessera

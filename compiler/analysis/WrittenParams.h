@@ -1,0 +1,22 @@
+// Which pointer parameters a kernel may write through: those a store or an
+// atomic's address is computed from. The autotuner compares these buffers
+// between candidates (and only these: a big read-only input is not copied
+// back to the host for every config).
+#ifndef TESSERA_ANALYSIS_WRITTENPARAMS_H
+#define TESSERA_ANALYSIS_WRITTENPARAMS_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <vector>
+
+namespace tessera::analysis {
+
+/// One flag per argument of `kernel` (front-end tile IR): true for a pointer
+/// argument that a tile.store, tile.atomic_rmw or tile.atomic_cas address may
+/// derive from. Conservative: when the address flows through something the
+/// walk does not follow, every pointer argument is flagged.
+std::vector<bool> writtenPointerArguments(mlir::func::FuncOp kernel);
+
+} // namespace tessera::analysis
+
+#endif

@@ -1,0 +1,224 @@
+// TunedKernel (tessera/TunedKernel.h) on the CPU interpreter: a launch tunes
+// its key once, later launches of the same bucket are memory hits, a second
+// object (a "second process") finds the tuning in the cache without
+// compiling or timing a candidate; reset/restore keep an accumulating and an
+// in-place kernel correct through tuning; static_assert prunes before
+// compiling; the miss policies; the errors.
+#include "TestSupport.h"
+
+#include "tessera/TunedKernel.h"
+#include "tessera/tessera.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+using namespace tessera;
+using namespace tessera::testing;
+
+namespace {
+
+// Y += 2 * X (accumulates), P = 0.5 * P + X (in place), over n elements.
+const char *kSource = R"SRC(@kernel
+def step(X: *f32, Y: *f32, P: *f32, n: i32, BLOCK: constexpr = 64):
+    static_assert(BLOCK <= 256, "BLOCK must be at most 256")
+    offs = program_id(0) * BLOCK + arange(0, BLOCK)
+    m = offs < n
+    x = load(X + offs, mask=m, other=0.0)
+    store(Y + offs, load(Y + offs, mask=m, other=0.0) + 2.0 * x, mask=m)
+    store(P + offs, 0.5 * load(P + offs, mask=m, other=0.0) + x, mask=m)
+)SRC";
+
+Config block(int64_t b) { return Config{}.set("BLOCK", b); }
+
+ConfigSpace stepSpace() {
+  ConfigSpace s;
+  s.add(block(32)).add(block(64)).add(block(128)).add(block(512));
+  s.key("n", Bucketing::pow2());
+  s.reset = {"Y"};
+  s.restore = {"P"};
+  return s;
+}
+
+TunedKernelOptions quick(TuningCache &cache) {
+  TunedKernelOptions o;
+  o.cache = &cache;
+  o.tolerance = 1e-6;
+  o.tuning.timing.repeats = 2;
+  o.tuning.timing.flushBytes = 1 << 12;
+  o.tuning.retimeBest = 1;
+  o.tuning.retimeRepeats = 2;
+  o.tuning.compileThreads = 2;
+  return o;
+}
+
+struct Data {
+  std::vector<float> x, y, p;
+  explicit Data(int n, uint32_t seed) : x(size_t(n)), y(size_t(n)), p(size_t(n)) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (int i = 0; i < n; ++i)
+      x[size_t(i)] = u(rng), y[size_t(i)] = u(rng), p[size_t(i)] = u(rng);
+  }
+};
+
+Grid gridFor(int n, const Config &c) { return Grid::of(cdiv(int64_t(n), c.get("BLOCK"))); }
+
+} // namespace
+
+TEST_CASE("tuned kernel: tunes once per bucket, reset and restore keep one launch's result",
+          "[autotune][tuned]") {
+  TempDir dir("tessera-tuned");
+  std::string path = dir.path + "/step.tile";
+  writeFile(path, kSource);
+  Context ctx{createInterpreterBackend()};
+  TuningCache cache(dir.path + "/tuning");
+  TunedKernel k(ctx, path, "step", stepSpace(), {}, {}, quick(cache));
+
+  // The front end's analysis: Y and P are written, X is not.
+  REQUIRE(k.signature().params.size() == 4);
+  CHECK_FALSE(k.signature().params[0].written);
+  CHECK(k.signature().params[1].written);
+  CHECK(k.signature().params[2].written);
+
+  const int n = 1000;
+  Data d(n, 7);
+  auto x = ctx.upload(d.x), y = ctx.upload(d.y), p = ctx.upload(d.p);
+  auto grid = [&](const Config &c) { return gridFor(n, c); };
+  k.launch(ctx.stream(), grid, x, y, p, int32_t(n));
+  ctx.synchronize();
+
+  // One launch's effect, although every candidate ran several times.
+  std::vector<float> hy = y.toHost(), hp = p.toHost();
+  for (size_t i = 0; i < size_t(n); ++i) {
+    CHECK(hy[i] == Approx(double(d.y[i]) + 2.0 * double(d.x[i])).margin(1e-6));
+    CHECK(hp[i] == Approx(0.5 * double(d.p[i]) + double(d.x[i])).margin(1e-6));
+  }
+  TunedKernelStats s = k.stats();
+  CHECK(s.tunings == 1);
+  CHECK(s.timedRuns == 3);
+  // Three candidates and the chosen config; BLOCK=512 fails its static_assert
+  // and is never compiled.
+  CHECK(s.compiles == 4);
+  TuningDecision dec = k.lastDecision();
+  CHECK(dec.source == "tuned");
+  REQUIRE(dec.record);
+  REQUIRE(dec.record->candidates.size() == 4);
+  CHECK(dec.record->candidates[3].skipReason ==
+        "static_assert: static assertion failed: BLOCK must be at most 256");
+  CHECK(dec.key == KeyValues{{"n", 1024}});
+
+  // n = 1000 and n = 1024 share a bucket: a memory hit, no tuning.
+  auto y2 = ctx.alloc<float>(1024), p2 = ctx.alloc<float>(1024), x2 = ctx.alloc<float>(1024);
+  k.launch(ctx.stream(), [&](const Config &c) { return gridFor(1024, c); }, x2, y2, p2,
+           int32_t(1024));
+  s = k.stats();
+  CHECK(s.memoryHits == 1);
+  CHECK(s.tunings == 1);
+
+  // A second object with a fresh cache object on the same directory (what a
+  // second process sees): the tuning comes from the file; no candidate is
+  // compiled or timed, only the chosen config.
+  TuningCache cache2(dir.path + "/tuning");
+  TunedKernel again(ctx, path, "step", stepSpace(), {}, {}, quick(cache2));
+  Config chosen = again.configFor(grid, x, y, p, int32_t(n));
+  CHECK(chosen == dec.config);
+  s = again.stats();
+  CHECK(s.cacheHits == 1);
+  CHECK(s.tunings == 0);
+  CHECK(s.timedRuns == 0);
+  CHECK(s.compiles == 1);
+  CHECK(again.lastDecision().source == "cache");
+}
+
+TEST_CASE("tuned kernel: without reset the accumulated output differs and candidates are rejected",
+          "[autotune][tuned]") {
+  TempDir dir("tessera-tuned");
+  std::string path = dir.path + "/step.tile";
+  writeFile(path, kSource);
+  Context ctx{createInterpreterBackend()};
+  TuningCache cache(dir.path + "/tuning");
+  ConfigSpace space = stepSpace();
+  space.reset.clear();
+  space.restore.clear();
+  TunedKernel k(ctx, path, "step", space, {}, {}, quick(cache));
+  const int n = 300;
+  Data d(n, 11);
+  auto x = ctx.upload(d.x), y = ctx.upload(d.y), p = ctx.upload(d.p);
+  k.configFor([&](const Config &c) { return gridFor(n, c); }, x, y, p, int32_t(n));
+  TuningDecision dec = k.lastDecision();
+  REQUIRE(dec.record);
+  int wrong = 0;
+  for (const CandidateResult &c : dec.record->candidates)
+    wrong += c.skipReason.rfind("wrong output:", 0) == 0;
+  CHECK(wrong == 2); // the second and third candidate saw the first one's result
+}
+
+TEST_CASE("tuned kernel: miss policies first and nearest", "[autotune][tuned]") {
+  TempDir dir("tessera-tuned");
+  std::string path = dir.path + "/step.tile";
+  writeFile(path, kSource);
+  Context ctx{createInterpreterBackend()};
+  TuningCache cache(dir.path + "/tuning");
+  auto x = ctx.alloc<float>(4096), y = ctx.alloc<float>(4096), p = ctx.alloc<float>(4096);
+  auto grid = [&](const Config &c) { return gridFor(100, c); };
+
+  TunedKernelOptions first = quick(cache);
+  first.onMiss = MissPolicy::FirstConfig;
+  TunedKernel a(ctx, path, "step", stepSpace(), {}, {}, first);
+  CHECK(a.configFor(grid, x, y, p, int32_t(100)) == block(32));
+  CHECK(a.lastDecision().source == "first");
+  CHECK(a.stats().tunings == 0);
+
+  // Tune n = 4096, then ask for n = 2000 (bucket 2048) with the nearest policy.
+  TunedKernel tuner(ctx, path, "step", stepSpace(), {}, {}, quick(cache));
+  Config tuned = tuner.configFor([&](const Config &c) { return gridFor(4096, c); }, x, y, p,
+                                 int32_t(4096));
+  TunedKernelOptions nearest = quick(cache);
+  nearest.onMiss = MissPolicy::Nearest;
+  TunedKernel b(ctx, path, "step", stepSpace(), {}, {}, nearest);
+  CHECK(b.configFor(grid, x, y, p, int32_t(2000)) == tuned);
+  CHECK(b.lastDecision().source == "nearest");
+
+  // The environment variable overrides the option.
+  ::setenv("TESSERA_AUTOTUNE_MISS", "first", 1);
+  TunedKernel c(ctx, path, "step", stepSpace(), {}, {}, quick(cache));
+  Config got = c.configFor(grid, x, y, p, int32_t(8));
+  ::unsetenv("TESSERA_AUTOTUNE_MISS");
+  CHECK(got == block(32));
+  CHECK(c.stats().tunings == 0);
+}
+
+TEST_CASE("tuned kernel: errors", "[autotune][tuned]") {
+  TempDir dir("tessera-tuned");
+  std::string path = dir.path + "/step.tile";
+  writeFile(path, kSource);
+  Context ctx{createInterpreterBackend()};
+  TuningCache cache(dir.path + "/tuning");
+  // No decorator and no space.
+  CHECK_THROWS_WITH(TunedKernel(ctx, path, "step", {}, {}, quick(cache)),
+                    Catch::Contains("has no @autotune decorator"));
+  // A key that is not an integer parameter.
+  ConfigSpace badKey = stepSpace();
+  badKey.key("X");
+  CHECK_THROWS_WITH(TunedKernel(ctx, path, "step", badKey, {}, {}, quick(cache)),
+                    Catch::Contains("autotune key 'X' of kernel 'step' is not an integer parameter"));
+  // reset of a scalar.
+  ConfigSpace badReset = stepSpace();
+  badReset.reset = {"n"};
+  CHECK_THROWS_WITH(TunedKernel(ctx, path, "step", badReset, {}, {}, quick(cache)),
+                    Catch::Contains("autotune reset 'n' is not a pointer parameter"));
+  // A reset buffer passed as a bare pointer cannot be zeroed.
+  TunedKernel k(ctx, path, "step", stepSpace(), {}, {}, quick(cache));
+  auto x = ctx.alloc<float>(64), y = ctx.alloc<float>(64), p = ctx.alloc<float>(64);
+  auto grid = [&](const Config &c) { return gridFor(64, c); };
+  CHECK_THROWS_WITH(k.launch(ctx.stream(), grid, x, y.ptr(), p, int32_t(64)),
+                    Catch::Contains("autotune reset 'Y' of kernel 'step' must be passed as a "
+                                    "DeviceBuffer"));
+  // Wrong arguments are the launch's usual errors, before any tuning.
+  CHECK_THROWS_WITH(k.launch(ctx.stream(), grid, x, y, p, 64.0f),
+                    Catch::Contains("argument 4 ('n') of kernel 'step' must be i32"));
+  CHECK(k.stats().tunings == 0);
+}
