@@ -262,7 +262,9 @@ struct TunedKernel::State {
       return it->second;
     }
     TuningKey key = TuningKey::make(ctx->device(), kernel, sources, keyBase, space, values);
-    Resolution r = cache().resolve(key, space, effectiveMissPolicy(tuning.onMiss));
+    Resolution r;
+    if (!tuning.retune)
+      r = cache().resolve(key, space, effectiveMissPolicy(tuning.onMiss));
     TuningDecision d;
     d.key = bucketed;
     switch (r.source) {

@@ -53,6 +53,9 @@ struct TunedKernelOptions {
   TuningCache *cache = nullptr;
   /// Print each decision on stderr (as TESSERA_PRINT_AUTOTUNING=1 does).
   bool print = false;
+  /// Tune every key this object meets, even one the cache holds, and store
+  /// the new result (`tessera autotune --force`).
+  bool retune = false;
 };
 
 /// Counters since construction.
