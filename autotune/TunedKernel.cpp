@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <mutex>
 #include <sstream>
@@ -132,6 +133,18 @@ struct TunedKernel::State {
       }
     }
     print = tuning.print || printFromEnvironment();
+  }
+
+  /// The kernel's files as absolute paths, for TuningCache::pruneStale, which
+  /// may run from another directory (`tessera autotune prune`).
+  std::vector<std::string> sourcePaths() const {
+    std::vector<std::string> paths;
+    for (const auto &source : sources) {
+      std::error_code ec;
+      std::filesystem::path abs = std::filesystem::absolute(source.first, ec);
+      paths.push_back(ec ? source.first : abs.lexically_normal().string());
+    }
+    return paths;
   }
 
   TuningCache &cache() const { return tuning.cache ? *tuning.cache : TuningCache::global(); }
@@ -275,6 +288,7 @@ struct TunedKernel::State {
       auto begin = std::chrono::steady_clock::now();
       TuneStats counted;
       auto record = std::make_shared<TuningRecord>(tuneNow(grid, args, buffers, counted));
+      record->sourcePaths = sourcePaths();
       d.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
       cache().store(key, *record);
       stats.timedRuns += uint64_t(counted.timed);

@@ -222,3 +222,21 @@ TEST_CASE("tuned kernel: errors", "[autotune][tuned]") {
                     Catch::Contains("argument 4 ('n') of kernel 'step' must be i32"));
   CHECK(k.stats().tunings == 0);
 }
+
+TEST_CASE("tuned kernel: records its sources, so pruneStale drops a tuning of an edited kernel",
+          "[autotune][tuned]") {
+  TempDir dir("tessera-tuned");
+  std::string path = dir.path + "/step.tile";
+  writeFile(path, kSource);
+  Context ctx{createInterpreterBackend()};
+  TuningCache cache(dir.path + "/tuning");
+  TunedKernel k(ctx, path, "step", stepSpace(), {}, {}, quick(cache));
+  auto x = ctx.alloc<float>(64), y = ctx.alloc<float>(64), p = ctx.alloc<float>(64);
+  k.configFor([&](const Config &c) { return gridFor(64, c); }, x, y, p, int32_t(64));
+  REQUIRE(k.lastDecision().record);
+  CHECK(k.lastDecision().record->sourcePaths == std::vector<std::string>{path});
+  CHECK(cache.pruneStale(compilerVersion()) == 0);
+  writeFile(path, std::string(kSource) + "# edited\n");
+  CHECK(cache.pruneStale(compilerVersion()) == 1);
+  CHECK(cache.entries().empty());
+}
