@@ -2,7 +2,9 @@
 #include "cli.h"
 
 #include "tessera/CompileOptions.h"
+#include "tessera/Compiler.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdint>
@@ -11,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <vector>
 
 #include <unistd.h>
 
@@ -159,6 +162,24 @@ bool writeOutput(const std::string &out, const std::string &data) {
   return true;
 }
 
+void printColumns(std::ostream &out, const std::vector<std::vector<std::string>> &rows) {
+  std::vector<size_t> width;
+  for (const auto &row : rows)
+    for (size_t c = 0; c < row.size(); ++c) {
+      width.resize(std::max(width.size(), row.size()), 0);
+      width[c] = std::max(width[c], row[c].size());
+    }
+  for (const auto &row : rows) {
+    std::string line;
+    for (size_t c = 0; c < row.size(); ++c) {
+      line += row[c];
+      if (c + 1 < row.size())
+        line += std::string(width[c] - row[c].size() + 2, ' ');
+    }
+    out << line << "\n";
+  }
+}
+
 std::string humanBytes(double bytes) {
   const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;
@@ -172,6 +193,41 @@ std::string humanBytes(double bytes) {
   else
     std::snprintf(buf, sizeof buf, "%.1f %s", bytes, units[u]);
   return buf;
+}
+
+std::string formatDouble(double v, const char *format) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+std::string humanTime(double ms) {
+  if (ms < 1)
+    return formatDouble(ms * 1000, "%.2f us");
+  if (ms < 1000)
+    return formatDouble(ms, "%.2f ms");
+  return formatDouble(ms / 1000, "%.2f s");
+}
+
+int chooseKernel(const std::string &file, std::string &kernel, const char *help) {
+  if (!kernel.empty())
+    return kOk;
+  std::string diag;
+  std::vector<std::string> names = listKernels(file, &diag);
+  if (names.empty()) {
+    std::cerr << (diag.empty() ? "tessera: error: no @kernel in '" + file + "'\n" : diag);
+    return kInputError;
+  }
+  if (names.size() > 1) {
+    std::string list;
+    for (const std::string &n : names)
+      list += (list.empty() ? "" : ", ") + n;
+    return usageError("'" + file + "' holds several kernels (" + list +
+                          "): choose one with --kernel",
+                      help);
+  }
+  kernel = names[0];
+  return kOk;
 }
 
 } // namespace tessera::cli

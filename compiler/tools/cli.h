@@ -1,13 +1,16 @@
 // Shared pieces of the `tessera` command-line tool: exit codes, usage errors,
 // option parsing and output files. Each subcommand lives in its own file
-// (cmd_compile.cpp, cmd_cache.cpp, cmd_run.cpp); tessera.cpp dispatches.
+// (cmd_compile.cpp, cmd_cache.cpp, cmd_run.cpp, cmd_autotune.cpp); tessera.cpp
+// dispatches.
 #ifndef TESSERA_TOOLS_CLI_H
 #define TESSERA_TOOLS_CLI_H
 
 #include "tessera/Types.h"
 
 #include <map>
+#include <ostream>
 #include <string>
+#include <vector>
 
 namespace tessera::cli {
 
@@ -69,12 +72,29 @@ bool parseUnsigned(const std::string &text, unsigned long long &value);
 /// and returns false.
 bool writeOutput(const std::string &path, const std::string &data);
 
+/// Prints `rows` as left-aligned columns two spaces apart (the first row is
+/// the heading), each line to `out`.
+void printColumns(std::ostream &out, const std::vector<std::vector<std::string>> &rows);
+
 /// "1.5 KiB", "12 B", "3.2 MiB".
 std::string humanBytes(double bytes);
+/// `v` printed with the printf `format` ("%.3g").
+std::string formatDouble(double v, const char *format = "%.3g");
+/// "128.97 us", "1.25 ms", "2.00 s".
+std::string humanTime(double ms);
+
+/// Fills an empty `kernel` with the only kernel of `file`. Returns kOk, or the
+/// exit code after saying why not (no kernel: kInputError; several: a usage
+/// error with `help`).
+int chooseKernel(const std::string &file, std::string &kernel, const char *help);
 
 int cmdCompile(int argc, char **argv);
 int cmdCache(int argc, char **argv);
 int cmdRun(int argc, char **argv);
+int cmdAutotune(int argc, char **argv);
+/// `tessera autotune show|export|import|prune` (cmd_autotune_cache.cpp);
+/// `help` is autotune's.
+int cmdAutotuneCache(const std::string &sub, int argc, char **argv, const char *help);
 
 } // namespace tessera::cli
 

@@ -86,19 +86,7 @@ int cacheList(bool asJson) {
     rows.push_back({e.valid ? e.kernelName : "-", e.valid ? e.target : "-",
                     humanBytes(double(e.sizeBytes)), age(now - e.mtime), e.key.substr(0, 12), path});
   }
-  std::vector<size_t> width(rows[0].size(), 0);
-  for (const auto &row : rows)
-    for (size_t c = 0; c < row.size(); ++c)
-      width[c] = std::max(width[c], row[c].size());
-  for (const auto &row : rows) {
-    std::string line;
-    for (size_t c = 0; c < row.size(); ++c) {
-      line += row[c];
-      if (c + 1 < row.size())
-        line += std::string(width[c] - row[c].size() + 2, ' ');
-    }
-    std::cout << line << "\n";
-  }
+  printColumns(std::cout, rows);
   return kOk;
 }
 

@@ -1,5 +1,6 @@
 // The `tessera` command-line tool: dispatches to the subcommands in
-// cmd_compile.cpp, cmd_run.cpp and cmd_cache.cpp (shared helpers: cli.h).
+// cmd_compile.cpp, cmd_run.cpp, cmd_autotune.cpp and cmd_cache.cpp (shared
+// helpers: cli.h).
 //
 // Exit codes (stable, for scripts):
 //   0  success
@@ -24,6 +25,8 @@ commands:
   compile    compile the kernels of a .tile file (tile IR, GPU IR, LLVM IR, PTX, cubin)
   run        run a kernel on made-up inputs (GPU or interpreter; --check compares
              them)
+  autotune   tune a kernel's configs for problem shapes (GPU or interpreter);
+             show, export, import or prune the tuning cache
   cache      list or clear the compiled-kernel cache
   version    print the compiler version
 
@@ -52,6 +55,8 @@ int main(int argc, char **argv) {
     return cmdCompile(argc - 2, argv + 2);
   if (cmd == "run")
     return cmdRun(argc - 2, argv + 2);
+  if (cmd == "autotune")
+    return cmdAutotune(argc - 2, argv + 2);
   if (cmd == "cache")
     return cmdCache(argc - 2, argv + 2);
   return usageError("unknown command '" + cmd + "'", kMainHelp);
