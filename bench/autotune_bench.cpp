@@ -12,10 +12,7 @@
 //     3. times every config that tuned correctly, and the tuned one, again
 //        in one pass per shape (the exhaustive search over the same space).
 //   autotune_bench second       step 2 (run by step 1)
-//   autotune_bench tuned DT M N K [DT M N K ...]
-//     matmul through TunedKernel, timed like bench/matmul_bench.cpp (mean of 3
-//     back-to-back launches, median of 5), for the cuBLAS comparison.
-#include "BenchTiming.h"
+// (matmul through TunedKernel against cuBLAS is bench/matmul_bench.cpp.)
 #include "tessera/KernelCache.h"
 #include "tessera/TunedKernel.h"
 #include "tessera/tessera.h"
@@ -211,32 +208,6 @@ int acceptance(Context &ctx, const char *self) {
   return 0;
 }
 
-int tunedMatmuls(Context &ctx, int argc, char **argv) {
-  std::map<std::string, std::unique_ptr<TunedKernel>> byType;
-  for (int i = 2; i + 3 < argc; i += 4) {
-    Matmul p(ctx, argv[i], std::stoll(argv[i + 1]), std::stoll(argv[i + 2]), std::stoll(argv[i + 3]));
-    auto &mm = byType[p.dt];
-    if (!mm)
-      mm = std::make_unique<TunedKernel>(ctx, kMatmul, "matmul", p.constexprs(), JitOptions{},
-                                         tunedOptions());
-    auto begin = std::chrono::steady_clock::now();
-    std::vector<ArgValue> args = p.args();
-    TunedKernel::GridFn grid = p.grid();
-    mm->launchWithArgs(ctx.stream(), grid, args, p.buffers());
-    ctx.synchronize();
-    double tuneSeconds = secondsSince(begin);
-    // Timed through TunedKernel::launch, key lookup included.
-    double ms = bench::medianMs(ctx, [&] { mm->launchWithArgs(ctx.stream(), grid, args); }, 3, 5);
-    TuningDecision d = mm->lastDecision();
-    std::cout << json{{"dtype", p.dt}, {"M", p.m}, {"N", p.n}, {"K", p.k}, {"ms", ms},
-                      {"tflops", p.tflops(ms)}, {"config", d.config.str()},
-                      {"source", d.source}, {"tune_seconds", tuneSeconds}}
-                     .dump()
-              << std::endl;
-  }
-  return 0;
-}
-
 } // namespace
 
 int main(int argc, char **argv) {
@@ -247,12 +218,10 @@ int main(int argc, char **argv) {
       return acceptance(ctx, argv[0]);
     if (mode == "second")
       return second(ctx);
-    if (mode == "tuned" && argc >= 6 && (argc - 2) % 4 == 0)
-      return tunedMatmuls(ctx, argc, argv);
   } catch (const std::exception &e) {
     std::cerr << "autotune_bench: " << e.what() << "\n";
     return 1;
   }
-  std::cerr << "usage: autotune_bench acceptance | second | tuned DT M N K [DT M N K ...]\n";
+  std::cerr << "usage: autotune_bench acceptance | second\n";
   return 2;
 }
