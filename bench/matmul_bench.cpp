@@ -1,10 +1,14 @@
 // Times Tessera's matmul kernel (kernels_dsl/basics/matmul.tile) at the shapes
 // and dtypes given on the command line and prints one JSON object per line.
-// bench/peers.py runs it next to torch/cuBLAS in the same session.
+// The config of each shape is picked by the autotuner (TunedKernel, over the
+// kernel's @autotune space), tuned afresh in every run; the line lists every
+// candidate's tuning time or skip reason. bench/peers.py runs it next to
+// torch/cuBLAS in the same session.
 //
 //   matmul_bench DT M N K [DT M N K ...]     DT in f32, f16, bf16, i8
 #include "BenchTiming.h"
 #include "support/Reference.h"
+#include "tessera/TunedKernel.h"
 #include "tessera/tessera.h"
 
 #include <algorithm>
@@ -21,44 +25,6 @@
 using namespace tessera;
 
 namespace {
-struct Config {
-  int64_t bm, bn, bk, group;
-  int warps, stages;
-  // kernels_dsl/basics/matmul_persistent.tile, one program per SM.
-  bool persistent = false;
-  std::string text() const {
-    return "BM=" + std::to_string(bm) + ",BN=" + std::to_string(bn) + ",BK=" + std::to_string(bk) +
-           ",GROUP=" + std::to_string(group) + ",num_warps=" + std::to_string(warps) +
-           ",num_stages=" + std::to_string(stages) + (persistent ? ",persistent" : "");
-  }
-};
-
-// The documented search space (bench/NOTES.md): wgmma tiles on sm_90a
-// (BM a multiple of 16 * num_warps, num_stages >= 3; {128,128,32,8,4,3} is
-// the kernel's default tile with JitOptions' defaults), plus one tile of the
-// path before it (mma.sync for 16-bit operands, FMA otherwise: num_stages = 1).
-std::vector<Config> configsFor(const std::string &dt) {
-  // wgmma, warp-specialized when the copies allow it (MATMUL_WS=0: not).
-  if (dt == "bf16" || dt == "f16")
-    return {{128, 256, 64, 8, 8, 4},       {128, 256, 32, 8, 8, 8},
-            {128, 256, 32, 8, 8, 8, true}, {128, 256, 64, 8, 8, 4, true},
-            {256, 128, 64, 8, 16, 4},      {128, 128, 64, 8, 8, 4},
-            {128, 128, 32, 8, 4, 3},       {128, 128, 32, 8, 8, 1},
-            {128, 256, 32, 16, 8, 8}};
-  // tf32 wgmma as C^T = B^T A^T when BN is a multiple of 16 * warps; else B
-  // staged and transposed in shared memory (>= 4 stages) or via registers (3).
-  if (dt == "f32")
-    return {{128, 256, 32, 8, 8, 4},       {128, 256, 16, 8, 8, 8},
-            {128, 256, 16, 8, 8, 8, true}, {128, 256, 32, 8, 8, 4, true},
-            {256, 128, 32, 8, 8, 4},       {128, 128, 32, 8, 4, 4},
-            {256, 128, 32, 8, 16, 4},      {128, 64, 16, 8, 8, 1},
-            // With A by TMA, 256 x 128 in short groups (GROUP=1: row-major
-            // order) was the fastest at 4096^3 and 8192^3 on the H100.
-            {256, 128, 32, 2, 8, 4},       {256, 128, 32, 1, 8, 4}};
-  // i8: s8 wgmma, B staged (>= 4 stages) or via registers (3)
-  return {{256, 128, 64, 8, 16, 4}, {256, 128, 64, 8, 16, 3}, {256, 128, 128, 8, 16, 4},
-          {128, 256, 64, 8, 8, 4},  {128, 128, 128, 8, 8, 4}, {64, 64, 16, 8, 4, 1}};
-}
 
 // Median of 5 timings of `iters` back-to-back launches, in ms per launch.
 double timeMs(Context &ctx, const std::function<void()> &fn, int iters) {
@@ -104,28 +70,36 @@ void fillRandom(std::vector<uint8_t> &h, const std::string &dt, std::mt19937 &rn
     }
   }
 }
+
+/// `text` inside a JSON string: quotes, backslashes and control characters escaped.
+std::string jsonEscape(const std::string &text) {
+  std::string out;
+  for (char ch : text) {
+    if (ch == '"' || ch == '\\')
+      out += '\\', out += ch;
+    else if (static_cast<unsigned char>(ch) < 0x20)
+      out += ' ';
+    else
+      out += ch;
+  }
+  return out;
+}
 } // namespace
 
 int main(int argc, char **argv) {
   if (argc < 5 || (argc - 1) % 4 != 0) {
     std::cerr << "usage: matmul_bench DT M N K [DT M N K ...]\n"
                  "  env TESSERA_MATMUL_FILE: kernel file (default kernels_dsl/basics/matmul.tile)\n"
-                 "  env MATMUL_CONFIGS=i,j,...: only these entries of the config list\n"
-                 "  env MATMUL_EXTRA=\"BM,BN,BK,GROUP,warps,stages[,persistent];...\": more configs to try\n"
                  "  env MATMUL_ARCH=sm_NN: compile for that target instead of the device's\n"
-                 "  env MATMUL_WS=0: no warp specialization (every warp copies and multiplies)\n";
+                 "  env MATMUL_WS=0: no warp specialization (every warp copies and multiplies)\n"
+                 "  env MATMUL_TMA=0: the producer copies with cp.async instead of TMA\n"
+                 "  env MATMUL_REUSE_TUNING=1: use the tuning cache's entries instead of retuning\n";
     return 2;
   }
   std::string kernels = std::getenv("TESSERA_KERNELS_DIR") ? std::getenv("TESSERA_KERNELS_DIR")
                                                            : std::string(TESSERA_SOURCE_DIR) + "/kernels_dsl";
   std::string file = std::getenv("TESSERA_MATMUL_FILE") ? std::getenv("TESSERA_MATMUL_FILE")
                                                         : kernels + "/basics/matmul.tile";
-  std::set<size_t> only;
-  if (const char *e = std::getenv("MATMUL_CONFIGS")) {
-    std::istringstream list(e);
-    for (std::string t; std::getline(list, t, ',');)
-      only.insert(std::stoul(t));
-  }
   try {
     Context ctx;
     std::mt19937 rng(7);
@@ -158,93 +132,73 @@ int main(int argc, char **argv) {
           acc += toDouble(&ha[size_t(r * K + k) * eb], dt) * toDouble(&hb[size_t(k * N + q) * eb], dt);
         ref.push_back(acc);
       }
-      double best = 1e30;
-      std::string bestCfg;
+      // Every switch a config does not set comes from here.
+      JitOptions o;
+      if (const char *w = std::getenv("MATMUL_WS")) // 0: every warp copies and multiplies
+        o.warpSpecialize = std::string(w) != "0";
+      if (const char *t = std::getenv("MATMUL_TMA")) // 0: cp.async instead of TMA tensor maps
+        o.tma = std::string(t) != "0";
+      if (const char *a = std::getenv("MATMUL_ARCH")) // e.g. sm_90: the mma.sync pipeline
+        o.target = Target::parse(a);
+      TunedKernelOptions tuning;
+      const char *reuse = std::getenv("MATMUL_REUSE_TUNING");
+      tuning.retune = !(reuse && std::string(reuse) == "1");
+      tuning.tolerance = 1e-2;
+      std::map<std::string, ConstexprValue> cx = {
+          {"DT", *parseDType(dt)}, {"ACC", *parseDType(isInt ? "i32" : "f32")}, {"OUT", *parseDType(out)}};
+      TunedKernel mm(ctx, file, "matmul", cx, o, tuning);
+      std::vector<ArgValue> args =
+          makeArgs(DevicePtr<uint8_t>{a.address()}, DevicePtr<uint8_t>{b.address()},
+                   DevicePtr<uint8_t>{c.address()}, int32_t(M), int32_t(N), int32_t(K), int32_t(K),
+                   int32_t(1), int32_t(N), int32_t(1), int32_t(N), int32_t(1));
+      // Pointer element types are checked: retag the byte pointers with the kernel's types.
+      for (size_t p = 0; p < 3; ++p)
+        args[p].type = mm.signature().params[p].type;
+      std::vector<const DeviceMemory *> buffers(args.size(), nullptr);
+      buffers[0] = &a, buffers[1] = &b, buffers[2] = &c;
+      auto grid = [&](const tessera::Config &cfg) {
+        return Grid::of(cdiv(M, cfg.get("BM")) * cdiv(N, cfg.get("BN")));
+      };
+      // Tuning (on the first launch), then correctness of the chosen config:
+      // poisoned output (NaN / 0xFFFFFFFF), one launch, sampled entries
+      // against the fp64 reference.
+      mm.configForArgs(grid, args, buffers);
+      c.memset(0xFF);
+      mm.launchWithArgs(ctx.stream(), grid, args);
+      ctx.synchronize();
+      std::vector<uint8_t> hc(c.size());
+      c.copyToHost(hc.data(), hc.size());
+      testing::L2Error err;
+      for (size_t s = 0; s < samples.size(); ++s) {
+        auto [r, q] = samples[s];
+        const uint8_t *at = &hc[size_t(r * N + q) * ob];
+        double got = isInt ? double(*reinterpret_cast<const int32_t *>(at)) : toDouble(at, out);
+        err.add(got, ref[s]);
+      }
+      double rel = err.value();
+      TuningDecision d = mm.lastDecision();
+      if (!(rel <= 1e-2))
+        std::cerr << "matmul_bench: WRONG RESULT " << dt << " " << M << "x" << N << "x" << K << " "
+                  << d.config.str() << ": relative error " << rel << "\n";
+      double ms = timeMs(ctx, [&] { mm.launchWithArgs(ctx.stream(), grid, args); }, 3);
       std::string all;
-      std::vector<Config> configs = configsFor(dt);
-      // Extra configs to explore, "BM,BN,BK,GROUP,warps,stages;..." (appended).
-      if (const char *e = std::getenv("MATMUL_EXTRA")) {
-        std::istringstream list(e);
-        for (std::string item; std::getline(list, item, ';');) {
-          Config c{};
-          int persistent = 0;
-          if (std::sscanf(item.c_str(), "%lld,%lld,%lld,%lld,%d,%d,%d", (long long *)&c.bm,
-                          (long long *)&c.bn, (long long *)&c.bk, (long long *)&c.group, &c.warps,
-                          &c.stages, &persistent) >= 6) {
-            c.persistent = persistent != 0;
-            configs.push_back(c);
-          }
+      if (d.record)
+        for (const CandidateResult &cand : d.record->candidates) {
+          char buf[512];
+          if (cand.skipped())
+            std::snprintf(buf, sizeof buf, "%s{\"config\": \"%s\", \"skip\": \"%s\"}", all.empty() ? "" : ", ",
+                          cand.config.str().c_str(), jsonEscape(cand.skipReason).c_str());
+          else
+            std::snprintf(buf, sizeof buf, "%s{\"config\": \"%s\", \"tuning_ms\": %.4f}", all.empty() ? "" : ", ",
+                          cand.config.str().c_str(), *cand.timeMs);
+          all += buf;
         }
-      }
-      for (size_t ci = 0; ci < configs.size(); ++ci) {
-        if (!only.empty() && !only.count(ci))
-          continue;
-        const Config &cfg = configs[ci];
-        JitOptions o;
-        o.numWarps = cfg.warps;
-        o.numStages = cfg.stages;
-        // MATMUL_WS=0: every warp copies and multiplies (no producer warpgroup).
-        if (const char *w = std::getenv("MATMUL_WS"))
-          o.warpSpecialize = std::string(w) != "0";
-        // MATMUL_TMA=0: the producer copies with cp.async instead of TMA tensor maps.
-        if (const char *t = std::getenv("MATMUL_TMA"))
-          o.tma = std::string(t) != "0";
-        if (const char *a = std::getenv("MATMUL_ARCH")) // e.g. sm_90: the mma.sync pipeline
-          o.target = Target::parse(a);
-        std::map<std::string, ConstexprValue> cx = {
-            {"BM", cfg.bm}, {"BN", cfg.bn}, {"BK", cfg.bk}, {"GROUP", cfg.group},
-            {"DT", *parseDType(dt)}, {"ACC", *parseDType(isInt ? "i32" : "f32")}, {"OUT", *parseDType(out)}};
-        int64_t tiles = cdiv(M, cfg.bm) * cdiv(N, cfg.bn);
-        Kernel k = cfg.persistent
-                       ? compile(ctx, kernels + "/basics/matmul_persistent.tile", "matmul_persistent", cx, o)
-                       : compile(ctx, file, "matmul", cx, o);
-        // MATMUL_PROGRAMS=n: the persistent kernel's grid (default: one program per SM).
-        int64_t programs = std::min<int64_t>(tiles, ctx.smCount());
-        if (const char *p = std::getenv("MATMUL_PROGRAMS"))
-          programs = std::atoll(p);
-        Grid g = Grid::of(cfg.persistent ? programs : tiles);
-        auto launch = [&] {
-          std::vector<ArgValue> args = makeArgs(
-              DevicePtr<uint8_t>{a.address()}, DevicePtr<uint8_t>{b.address()}, DevicePtr<uint8_t>{c.address()},
-              int32_t(M), int32_t(N), int32_t(K), int32_t(K), int32_t(1), int32_t(N), int32_t(1), int32_t(N), int32_t(1));
-          // Pointer element types are checked: retag the byte pointers with the kernel's types.
-          for (size_t p = 0; p < 3; ++p)
-            args[p].type = k.signature().params[p].type;
-          k.launchWithArgs(ctx.stream(), g, args);
-        };
-        // Correctness first: poisoned output (NaN / 0xFFFFFFFF), one launch,
-        // sampled entries against the fp64 reference.
-        c.memset(0xFF);
-        launch();
-        ctx.synchronize();
-        std::vector<uint8_t> hc(c.size());
-        c.copyToHost(hc.data(), hc.size());
-        testing::L2Error err;
-        for (size_t s = 0; s < samples.size(); ++s) {
-          auto [r, q] = samples[s];
-          const uint8_t *at = &hc[size_t(r * N + q) * ob];
-          double got = isInt ? double(*reinterpret_cast<const int32_t *>(at)) : toDouble(at, out);
-          err.add(got, ref[s]);
-        }
-        double rel = err.value();
-        if (!(rel <= 1e-2))
-          std::cerr << "matmul_bench: WRONG RESULT " << dt << " " << M << "x" << N << "x" << K << " "
-                    << cfg.text() << ": relative error " << rel << "\n";
-        double ms = timeMs(ctx, launch, 3);
-        char buf[256];
-        std::snprintf(buf, sizeof buf, "%s{\"config\": \"%s\", \"ms\": %.4f, \"rel_err\": %.3g}",
-                      all.empty() ? "" : ", ", cfg.text().c_str(), ms, rel);
-        all += buf;
-        if (rel <= 1e-2 && ms < best) {
-          best = ms;
-          bestCfg = cfg.text();
-        }
-      }
-      double tflops = 2.0 * double(M) * double(N) * double(K) / (best * 1e9);
+      double tflops = 2.0 * double(M) * double(N) * double(K) / (ms * 1e9);
       std::printf("{\"impl\": \"tessera\", \"dtype\": \"%s\", \"M\": %lld, \"N\": %lld, \"K\": %lld, \"ms\": %.4f, "
-                  "\"tflops\": %.2f, \"config\": \"%s\", \"device\": \"%s\", \"configs\": [%s]}\n",
-                  dt.c_str(), (long long)M, (long long)N, (long long)K, best, tflops, bestCfg.c_str(),
-                  ctx.deviceName().c_str(), all.c_str());
+                  "\"tflops\": %.2f, \"rel_err\": %.3g, \"config\": \"%s\", \"tuning\": \"%s\", \"device\": \"%s\", "
+                  "\"configs\": [%s]}\n",
+                  dt.c_str(), (long long)M, (long long)N, (long long)K, ms, tflops, rel,
+                  d.config.str().c_str(), d.source.c_str(), ctx.deviceName().c_str(), all.c_str());
       std::fflush(stdout);
     }
   } catch (const std::exception &e) {

@@ -451,14 +451,32 @@ bool KernelCache::storeShared(const std::string &key, std::shared_ptr<const Cach
 std::shared_ptr<const CacheEntry> KernelCache::getOrBuild(const std::string &key,
                                                           const std::function<CacheEntry()> &build,
                                                           CacheStatus *status) {
-  if (auto hit = lookup(key, status))
+  CacheStatus local;
+  CacheStatus *st = status ? status : &local;
+  auto hit = lookup(key, st);
+  if (!status)
+    for (const std::string &w : local.warnings)
+      std::cerr << w << std::endl;
+  if (hit) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++(st->source == CacheStatus::Source::Memory ? stats_.memoryHits : stats_.diskHits);
     return hit;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++stats_.builds;
+  }
   CacheEntry built = build();
   if (built.createdTime == 0)
     built.createdTime = nowSeconds();
   auto entry = std::make_shared<const CacheEntry>(std::move(built));
   storeShared(key, entry, status);
   return entry;
+}
+
+KernelCacheStats KernelCache::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
 }
 
 std::vector<CacheListEntry> KernelCache::list() const {

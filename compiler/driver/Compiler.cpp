@@ -2,6 +2,7 @@
 // the compiler's version. compileFile/compileSource are in Pipeline.cpp.
 #include "Frontend.h"
 
+#include "AutotuneDecorator.h"
 #include "IRGen.h"
 #include "analysis/WrittenParams.h"
 #include "ModuleLoader.h"
@@ -132,14 +133,25 @@ FrontendResult runFrontend(MLIRContext &ctx, const std::string &path, const std:
   res.module = ModuleOp::create(FileLineColLoc::get(&ctx, path, 1, 1));
   fe::IRGen gen(ctx, sm, diags);
   for (const fe::FunctionDef *k : kernels) {
+    std::unique_ptr<fe::AutotuneDecl> autotune;
+    if (!fe::readAutotune(*k, options, diags, autotune))
+      return finish(), std::move(res);
     std::map<std::string, ConstexprValue> mine;
     for (const fe::Param &p : k->params)
       if (auto it = options.constexprs.find(p.name); it != options.constexprs.end())
         mine.insert(*it);
+    if (autotune) // given values and defaults first, then the first config's
+      fe::fillFromFirstConfig(*autotune, mine);
     KernelSignature sig;
     if (!gen.genKernel(*res.module, *mod, *k, mine, sig, options.argFacts))
       return finish(), std::move(res);
     markWrittenParams(*res.module, sig);
+    if (autotune) {
+      auto space = fe::finishAutotune(*autotune, sig, options, diags);
+      if (!space)
+        return finish(), std::move(res);
+      res.configSpaces[k->name] = std::move(space);
+    }
     res.kernels.push_back(std::move(sig));
   }
   if (failed(verify(*res.module))) {

@@ -19,6 +19,8 @@ struct FrontendResult {
   std::string diagnostics;
   mlir::OwningOpRef<mlir::ModuleOp> module;
   std::vector<KernelSignature> kernels;
+  /// The config space of each compiled kernel with an @autotune decorator.
+  std::map<std::string, std::shared_ptr<const ConfigSpace>> configSpaces;
   /// (path, text) of the main file and every import, for cache keys.
   std::vector<std::pair<std::string, std::string>> sources;
 };

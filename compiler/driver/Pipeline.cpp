@@ -111,6 +111,7 @@ CompileResult compileToStage(const std::string &path, const std::string *text,
   detail::FrontendResult fr = detail::runFrontend(ctx, path, text, kernel, options);
   r.diagnostics = fr.diagnostics;
   r.kernels = fr.kernels;
+  r.configSpaces = fr.configSpaces;
   r.sources = fr.sources;
   if (!fr.ok)
     return r;

@@ -160,6 +160,10 @@ void dumpExpr(const Expr *e, std::string &out) {
     list("tuple", nullptr, e->args);
     out += ")";
     return;
+  case ExprKind::List:
+    list("list", nullptr, e->args);
+    out += ")";
+    return;
   case ExprKind::IfExp:
     out += "(ifexp ";
     dumpExpr(e->operands[1].get(), out);
@@ -244,7 +248,7 @@ std::string dump(const Module &m) {
     out += "const " + g.name + " = " + dump(*g.value) + "\n";
   for (auto &f : m.functions) {
     for (auto &d : f->decorators)
-      out += "@" + d.name + "\n";
+      out += (d.call ? "@" + dump(*d.call) : "@" + d.name) + "\n";
     out += "def " + f->name + "(";
     for (size_t i = 0; i < f->params.size(); ++i) {
       const Param &p = f->params[i];

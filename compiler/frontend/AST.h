@@ -39,6 +39,7 @@ enum class ExprKind {
   Binary, Unary,
   Tuple,     // (a, b) or a, b
   IfExp,     // a if cond else b
+  List,      // [a, b]: only in decorator arguments (@autotune(configs=[...]))
 };
 
 struct Keyword {
@@ -54,7 +55,7 @@ struct Expr {
   //                                 first character of the callee)
   //   Binary (incl. and/or, comparisons): the operator token
   //   Attribute: the '.'     Subscript: the '['     Slice: the ':'
-  //   IfExp: the `if` keyword
+  //   IfExp: the `if` keyword     List: the '['
   //   Tuple: the '(' when parenthesized; for a bare `a, b` the first character
   //          of its first element
   // Enclosing parentheses are not part of a node: in `(a + b)` the Binary is
@@ -65,6 +66,9 @@ struct Expr {
   double floatValue = 0;  // FloatLit
   bool boolValue = false; // BoolLit
   std::string str;        // StringLit contents, Name identifier, Attribute member name
+  /// StringLit: where each byte of `str` is in the source, then the closing
+  /// quote of the last piece (Token::valueLocs, across adjacent literals).
+  std::vector<Loc> strLocs;
   // Operators.
   BinOp binOp = BinOp::Add;
   UnOp unOp = UnOp::Neg;
@@ -76,6 +80,7 @@ struct Expr {
   //   Binary:    operands[0] lhs, operands[1] rhs
   //   Unary:     operands[0]
   //   Tuple:     args
+  //   List:      args
   //   IfExp:     operands[0] = value if true, operands[1] = condition, operands[2] = else
   std::vector<ExprPtr> operands;
   std::vector<ExprPtr> args;
@@ -125,8 +130,11 @@ struct Stmt {
 };
 
 struct Decorator {
-  Loc loc;
-  std::string name; // "kernel" or "func" (the parser accepts any identifier)
+  Loc loc;          // the '@'
+  std::string name; // "kernel", "func" or "autotune" (the parser accepts any identifier)
+  /// `@name(...)`: a Call whose callee is the name and whose arguments are the
+  /// decorator's; null for a bare `@name`.
+  ExprPtr call;
 };
 
 struct FunctionDef {
@@ -188,6 +196,12 @@ std::string dump(const Module &m);
 /// definitions and import paths are left to later stages.
 std::unique_ptr<Module> parseModule(const SourceManager &sm, uint32_t file,
                                     DiagnosticEngine &diags);
+
+/// Parses a file that holds one expression (`test` of the grammar) and
+/// nothing else; surrounding spaces are allowed. Reports one error like
+/// parseModule and returns null on a syntax error. Used for expressions
+/// written inside string literals (@autotune's prune=).
+ExprPtr parseExpression(const SourceManager &sm, uint32_t file, DiagnosticEngine &diags);
 
 } // namespace tessera::fe
 

@@ -1082,6 +1082,7 @@ SemValue IRGen::genExpr(const Expr &e) {
   case ExprKind::Call: return genCall(e);
   case ExprKind::Subscript: return genSubscript(e);
   case ExprKind::Slice: return fail(e.loc, "':' is only allowed inside a subscript");
+  case ExprKind::List: return fail(e.loc, "lists are only allowed in decorator arguments");
   case ExprKind::Binary: return genBinary(e);
   case ExprKind::Unary: return genUnary(e);
   case ExprKind::IfExp: return genIfExp(e);

@@ -415,10 +415,12 @@ private:
     char quote = peek();
     ++pos_;
     std::string value;
+    std::vector<Loc> valueLocs;
     for (;;) {
       if (atEnd() || peek() == '\n')
         fail(loc, "unterminated string literal");
       char c = peek();
+      valueLocs.push_back(here());
       if (c == quote) {
         ++pos_;
         break;
@@ -451,6 +453,7 @@ private:
     t.loc = loc;
     t.text = src_.substr(b, pos_ - b);
     t.value = std::move(value);
+    t.valueLocs = std::move(valueLocs);
     toks_.push_back(std::move(t));
     finishReal();
   }

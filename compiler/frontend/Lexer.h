@@ -46,6 +46,10 @@ struct Token {
   Loc loc;
   std::string text;  // source spelling (empty for NEWLINE/INDENT/DEDENT/EOF/Error)
   std::string value; // String: decoded contents; Error: the message
+  /// String: where each byte of `value` is in the source (an escape's byte is
+  /// at its backslash), then the closing quote; lets a caller that parses the
+  /// contents (the prune= of @autotune) point into the literal.
+  std::vector<Loc> valueLocs;
   int64_t intValue = 0;     // Int (always >= 0)
   double floatValue = 0;    // Float
 };

@@ -45,6 +45,45 @@ bool ModuleLoader::resolveImport(const std::string &fromPath, const std::string 
   return false;
 }
 
+// @kernel and @func take no arguments; @autotune takes them (AutotuneDecorator.h
+// reads them), at most once, on a @kernel.
+bool ModuleLoader::checkDecorators(const FunctionDef &fn) {
+  const Decorator *autotune = nullptr;
+  bool kernel = false, func = false;
+  for (const Decorator &d : fn.decorators) {
+    if (d.name != "kernel" && d.name != "func" && d.name != "autotune") {
+      diags_.error(d.loc, "unknown decorator '@" + d.name +
+                              "'; expected @kernel, @func or @autotune");
+      return false;
+    }
+    kernel |= d.name == "kernel";
+    func |= d.name == "func";
+    if (d.name != "autotune") {
+      if (d.call) {
+        diags_.error(d.loc, "@" + d.name + " takes no arguments");
+        return false;
+      }
+      continue;
+    }
+    if (!d.call) {
+      diags_.error(d.loc, "@autotune needs arguments: @autotune(configs=[config(...), ...])");
+      return false;
+    }
+    if (autotune) {
+      diags_.error(d.loc, "a kernel can have only one @autotune");
+      diags_.note(autotune->loc, "the first @autotune is here");
+      return false;
+    }
+    autotune = &d;
+  }
+  if (autotune && !kernel) {
+    diags_.error(autotune->loc, "@autotune applies to @kernel functions only; '" + fn.name +
+                                    (func ? "' is a @func" : "' is not a @kernel"));
+    return false;
+  }
+  return true;
+}
+
 const ModuleInfo *ModuleLoader::load(uint32_t file, const std::string &path, int depth) {
   std::string key = canonical(path);
   if (auto it = byPath_.find(key); it != byPath_.end())
@@ -61,11 +100,8 @@ const ModuleInfo *ModuleLoader::load(uint32_t file, const std::string &path, int
   byPath_[key] = self;
 
   for (const auto &fn : self->ast->functions)
-    for (const Decorator &d : fn->decorators)
-      if (d.name != "kernel" && d.name != "func") {
-        diags_.error(d.loc, "unknown decorator '@" + d.name + "'; expected @kernel or @func");
-        return nullptr;
-      }
+    if (!checkDecorators(*fn))
+      return nullptr;
   // Every top-level name, in source order: a redefinition is reported at the later one.
   struct Def {
     Loc loc;

@@ -13,6 +13,8 @@
 //   postfix    := atom ( '(' args ')' | '[' indices ']' | '.' NAME )*
 //   atom       := NAME | INT | FLOAT | STRING+ | True | False | None
 //               | '(' ')' | '(' test ')' | '(' test ',' [test (',' test)* [',']] ')'
+//               | '[' [test (',' test)* [',']] ']'     (in decorator arguments only)
+//   decorator  := '@' NAME ['(' args ')'] NEWLINE
 //
 // Errors are thrown as ParseError and turned into the single diagnostic that
 // parseModule reports. "expected X, found Y" messages are generic: the ':' of
@@ -59,12 +61,26 @@ public:
     return m;
   }
 
+  /// One expression filling the file. Leading spaces lex as an INDENT, and
+  /// the end of the text as NEWLINE and DEDENTs; all are skipped.
+  ExprPtr parseWholeExpression() {
+    accept(Tok::Indent);
+    ExprPtr e = parseTest();
+    accept(Tok::Newline);
+    while (accept(Tok::Dedent)) {
+    }
+    if (!at(Tok::EndOfFile))
+      failExpected("the end of the expression");
+    return e;
+  }
+
 private:
   std::vector<Token> toks_;
   uint32_t file_;
   size_t p_ = 0;
   int depth_ = 0;      // expression recursion
   int stmtDepth_ = 0;  // nested blocks and elif chains
+  bool inDecorator_ = false; // list displays `[a, b]` are decorator syntax only
   std::unordered_map<const Expr *, int> heights_;
 
   // ---------------------------------------------------------------- tokens
@@ -211,7 +227,15 @@ private:
     while (at(Tok::At)) {
       Decorator d;
       d.loc = take().loc;
-      d.name = expect(Tok::Name, "a decorator name").text;
+      const Token &name = expect(Tok::Name, "a decorator name");
+      d.name = name.text;
+      if (at(Tok::LParen)) { // @autotune(configs=[...], ...): arguments as a call
+        auto callee = make(ExprKind::Name, name.loc);
+        callee->str = name.text;
+        inDecorator_ = true;
+        d.call = parseCall(seal(std::move(callee)));
+        inDecorator_ = false;
+      }
       expectEndOfLine();
       f->decorators.push_back(std::move(d));
     }
@@ -723,8 +747,13 @@ private:
     case Tok::String:
       // Adjacent string literals concatenate: "a" "b" == "ab".
       e = make(ExprKind::StringLit, t.loc);
-      while (at(Tok::String))
-        e->str += take().value;
+      while (at(Tok::String)) {
+        const Token &piece = take();
+        e->str += piece.value;
+        if (!e->strLocs.empty())
+          e->strLocs.pop_back(); // the previous piece's closing quote
+        e->strLocs.insert(e->strLocs.end(), piece.valueLocs.begin(), piece.valueLocs.end());
+      }
       break;
     case Tok::KwTrue:
     case Tok::KwFalse:
@@ -752,6 +781,19 @@ private:
       expect(Tok::RParen, "',' or ')'");
       return seal(std::move(tup));
     }
+    case Tok::LBracket: {
+      if (!inDecorator_)
+        failExpected("an expression");
+      auto list = make(ExprKind::List, take().loc);
+      while (!accept(Tok::RBracket)) {
+        list->args.push_back(parseTest());
+        if (accept(Tok::Comma))
+          continue;
+        expect(Tok::RBracket, "',' or ']'");
+        break;
+      }
+      return seal(std::move(list));
+    }
     default:
       failExpected("an expression");
     }
@@ -759,13 +801,12 @@ private:
   }
 };
 
-} // namespace
-
-std::unique_ptr<Module> parseModule(const SourceManager &sm, uint32_t file,
-                                    DiagnosticEngine &diags) {
+/// Runs `parse` on a Parser of `file`, turning what it throws into one diagnostic.
+template <typename Result, typename Parse>
+Result parseFile(const SourceManager &sm, uint32_t file, DiagnosticEngine &diags, Parse parse) {
   try {
     Parser parser(tokenize(sm, file), file);
-    return parser.parseModule();
+    return parse(parser);
   } catch (const ParseError &e) {
     diags.error(e.loc, e.msg);
   } catch (const std::bad_alloc &) {
@@ -776,6 +817,18 @@ std::unique_ptr<Module> parseModule(const SourceManager &sm, uint32_t file,
     diags.error(Loc{file, 1, 1}, "internal error while parsing");
   }
   return nullptr;
+}
+
+} // namespace
+
+std::unique_ptr<Module> parseModule(const SourceManager &sm, uint32_t file,
+                                    DiagnosticEngine &diags) {
+  return parseFile<std::unique_ptr<Module>>(sm, file, diags,
+                                            [](Parser &p) { return p.parseModule(); });
+}
+
+ExprPtr parseExpression(const SourceManager &sm, uint32_t file, DiagnosticEngine &diags) {
+  return parseFile<ExprPtr>(sm, file, diags, [](Parser &p) { return p.parseWholeExpression(); });
 }
 
 } // namespace tessera::fe

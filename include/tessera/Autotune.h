@@ -10,9 +10,11 @@
 //   if (auto record = tessera::TuningCache::global().lookup(key))
 //     record->best.applyTo(options, constexprs);
 //
-// What is not here yet: the runner that compiles and times the candidates,
-// TunedKernel, `tessera autotune` and the @autotune decorator. The types are
-// shaped for them (a config's skip reason, reset/restore, the miss policy).
+// A kernel's @autotune decorator declares a ConfigSpace in the language
+// (CompileResult::configSpaces); the runner that compiles and times the
+// candidates is in tessera/AutotuneRunner.h. Not yet: TunedKernel and
+// `tessera autotune`. The types are shaped for them (a config's skip reason,
+// reset/restore, the miss policy).
 //
 // Free of MLIR; the functions that read files never throw on bad contents.
 #ifndef TESSERA_AUTOTUNE_H

@@ -100,6 +100,12 @@ struct CacheListEntry {
   std::string problem;    // why it is not valid ("checksum mismatch")
 };
 
+/// What getOrBuild() did since the cache object was made: `builds` counts
+/// the compilations (the misses), the hits where they came from.
+struct KernelCacheStats {
+  uint64_t memoryHits = 0, diskHits = 0, builds = 0;
+};
+
 class KernelCache {
 public:
   /// A cache in `directory` (created on first store).
@@ -128,6 +134,8 @@ public:
                                                const std::function<CacheEntry()> &build,
                                                CacheStatus *status = nullptr);
 
+  KernelCacheStats stats() const;
+
   /// Every entry file in the directory, sorted by kernel name then key.
   std::vector<CacheListEntry> list() const;
   /// Deletes every entry file (and stale temporary files) and empties the
@@ -153,6 +161,7 @@ private:
   std::string directory_;
   mutable std::mutex mutex_;
   std::unordered_map<std::string, std::shared_ptr<const CacheEntry>> memory_;
+  KernelCacheStats stats_; // under mutex_
 };
 
 } // namespace tessera

@@ -981,7 +981,8 @@ def k(X: *f32):
 @kernel
 def main(X: *f32):
     pass
-)SRC") == err(5, 1, "unknown decorator '@kernal'; expected @kernel or @func", "@kernal"));
+)SRC") == err(5, 1, "unknown decorator '@kernal'; expected @kernel, @func or @autotune",
+              "@kernal"));
 }
 
 TEST_CASE("diagnostics: a name defined twice", "[diagnostics][structure]") {

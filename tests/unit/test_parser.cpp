@@ -634,6 +634,82 @@ TEST_CASE("parser: top level forms", "[parser]") {
         "const X = (+ 1 2)\nconst Y = (* 3 4)\n");
 }
 
+TEST_CASE("parser: decorator arguments and list displays", "[parser]") {
+  // Inside the parentheses line breaks do not matter; lists are allowed there.
+  auto r = parseText("@autotune(configs=[config(BM=64),\n"
+                     "                   config(BM=-128, num_warps=8),],\n"
+                     "          key=[\"M\"], key_round=[], prune=\"BM <= 64\")\n"
+                     "@kernel\n"
+                     "def k(): pass\n");
+  INFO(r->diags.render());
+  REQUIRE(r->module);
+  const FunctionDef &k = *r->module->functions[0];
+  REQUIRE(k.decorators.size() == 2);
+  const Decorator &d = k.decorators[0];
+  CHECK(d.name == "autotune");
+  CHECK(at(d.loc) == "1:1");
+  REQUIRE(d.call);
+  CHECK(at(d.call->loc) == "1:2");
+  CHECK(d.call->keywords.size() == 4);
+  CHECK(at(d.call->keywords[0].value->loc) == "1:19"); // the '['
+  CHECK(at(d.call->keywords[1].loc) == "3:11");
+  CHECK_FALSE(k.decorators[1].call);
+  CHECK(dump(*r->module) ==
+        "@(call autotune (kw configs (list (call config (kw BM 64)) "
+        "(call config (kw BM (- 128)) (kw num_warps 8)))) (kw key (list \"M\")) "
+        "(kw key_round (list)) (kw prune \"BM <= 64\"))\n"
+        "@kernel\n"
+        "def k()\n"
+        "  pass\n");
+  // Lists are decorator syntax only.
+  CHECK(briefErrorOf("def f():\n    x = [1]\n") == "2:9: expected an expression, found '['");
+  CHECK(briefErrorOf("@autotune(configs=[1 2])\ndef f(): pass\n") ==
+        "1:22: expected ',' or ']', found '2'");
+}
+
+TEST_CASE("parser: where the bytes of a string literal are", "[parser]") {
+  // One location per byte of the contents (an escape's byte at its
+  // backslash), then the closing quote; adjacent literals concatenate.
+  auto r = parseText("X = ('a\\tb'\n     \"c\")\n");
+  INFO(r->diags.render());
+  REQUIRE(r->module);
+  const Expr &s = *r->module->globals[0].value;
+  REQUIRE(s.kind == ExprKind::StringLit);
+  CHECK(s.str == "a\tbc");
+  std::vector<std::string> locs;
+  for (Loc l : s.strLocs)
+    locs.push_back(at(l));
+  CHECK(locs == std::vector<std::string>{"1:7", "1:8", "1:10", "2:7", "2:8"});
+}
+
+TEST_CASE("parser: a file holding one expression", "[parser]") {
+  auto parse = [](const std::string &text, std::string *error = nullptr) {
+    SourceManager sm;
+    DiagnosticEngine diags(sm);
+    uint32_t id = sm.addBuffer("e", text);
+    ExprPtr e = parseExpression(sm, id, diags);
+    if (error && diags.hasErrors()) {
+      const Diagnostic &d = diags.diagnostics()[0];
+      *error = at(d.loc) + ": " + d.message;
+    }
+    return e ? dump(*e) : std::string("null");
+  };
+  CHECK(parse("BM * BK + BK * BN <= 32768") == "(<= (+ (* BM BK) (* BK BN)) 32768)");
+  CHECK(parse("  num_warps * 32 <= BM // 2  ") == "(<= (* num_warps 32) (// BM 2))");
+  CHECK(parse("a if b else c") == "(ifexp b a c)");
+  std::string error;
+  CHECK(parse("BM <", &error) == "null");
+  CHECK(error == "1:5: expected an expression, found end of line");
+  CHECK(parse("BM BK", &error) == "null");
+  CHECK(error == "1:4: expected the end of the expression, found 'BK'");
+  CHECK(parse("x = 1", &error) == "null");
+  CHECK(error == "1:3: expected the end of the expression, found '='");
+  CHECK(parse("[1]", &error) == "null");
+  CHECK(error == "1:1: expected an expression, found '['");
+  CHECK(parse("", &error) == "null");
+  CHECK(error == "1:1: expected an expression, found end of file");
+}
+
 TEST_CASE("AST spelling", "[parser]") {
   CHECK(std::string(spelling(BinOp::FloorDiv)) == "//");
   CHECK(std::string(spelling(BinOp::Pow)) == "**");
@@ -789,7 +865,8 @@ TEST_CASE("errors: expected tokens", "[parser][errors]") {
   CHECK(briefErrorOf("def f(1):\n") == "1:7: expected a parameter name, found '1'");
   CHECK(briefErrorOf("def f(a b):\n") == "1:9: expected ',' or ')', found 'b'");
   CHECK(briefErrorOf("def f(a: *):\n") == "1:11: expected a type name, found ')'");
-  CHECK(briefErrorOf("@kernel(1)\ndef f():\n") == "1:8: expected end of line, found '('");
+  // A decorator may have arguments (@autotune); ModuleLoader says which may.
+  CHECK(briefErrorOf("@kernel(1) x\ndef f():\n") == "1:12: expected end of line, found 'x'");
   CHECK(briefErrorOf("@kernel\nX = 1\n") == "2:1: expected 'def', found 'X'");
   CHECK(briefErrorOf("@kernel\n") == "1:8: expected 'def', found end of file");
   CHECK(briefErrorOf("from \"a\" b\n") == "1:10: expected 'import', found 'b'");

@@ -4,14 +4,19 @@
 // compiling or timing a candidate; reset/restore keep an accumulating and an
 // in-place kernel correct through tuning; static_assert prunes before
 // compiling; the miss policies; the errors.
+#include "GpuTestSupport.h"
+#include "MatmulTestSupport.h"
 #include "TestSupport.h"
 
+#include "tessera/KernelCache.h"
 #include "tessera/TunedKernel.h"
 #include "tessera/tessera.h"
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdlib>
+#include <sstream>
 #include <random>
 #include <vector>
 
@@ -239,4 +244,80 @@ TEST_CASE("tuned kernel: records its sources, so pruneStale drops a tuning of an
   writeFile(path, std::string(kSource) + "# edited\n");
   CHECK(cache.pruneStale(compilerVersion()) == 1);
   CHECK(cache.entries().empty());
+}
+
+TEST_CASE("GPU: tuned tf32 matmul through TunedKernel, then a cache hit without compiling",
+          "[gpu][autotune][tuned]") {
+  std::unique_ptr<Context> ctx = gpuOrSkip();
+  if (!ctx)
+    return;
+  const int64_t M = 512, N = 1024, K = 1024;
+  std::mt19937 rng{3};
+  Operand a = randomOperand(rng, "f32", size_t(M * K)), b = randomOperand(rng, "f32", size_t(K * N));
+  DeviceMemory da = ctx->allocBytes(a.bytes.size()), db = ctx->allocBytes(b.bytes.size());
+  DeviceMemory dc = ctx->allocBytes(size_t(M * N) * 4);
+  da.copyFromHost(a.bytes.data(), a.bytes.size());
+  db.copyFromHost(b.bytes.data(), b.bytes.size());
+  auto cfg = [](int64_t bm, int64_t bn, int64_t bk, int warps, int stages) {
+    return Config{}.set("BM", bm).set("BN", bn).set("BK", bk).warps(warps).stages(stages);
+  };
+  ConfigSpace space;
+  space.add(cfg(128, 256, 32, 8, 4)).add(cfg(256, 128, 32, 8, 4)).add(cfg(128, 128, 32, 4, 4))
+      .add(cfg(64, 64, 32, 4, 3));
+  space.key("M", Bucketing::pow2()).key("N", Bucketing::pow2()).key("K", Bucketing::pow2());
+  TempDir dir("tessera-tuned-gpu");
+  TuningCache cache(dir.path);
+  TunedKernelOptions opts;
+  opts.cache = &cache;
+  opts.tolerance = 1e-3;
+  std::string path = std::string(TESSERA_SOURCE_DIR) + "/kernels_dsl/basics/matmul.tile";
+  std::map<std::string, ConstexprValue> f32 = {{"DT", *parseDType("f32")}};
+  std::vector<ArgValue> args = makeArgs(
+      DevicePtr<float>{da.address()}, DevicePtr<float>{db.address()}, DevicePtr<float>{dc.address()},
+      int32_t(M), int32_t(N), int32_t(K), int32_t(K), int32_t(1), int32_t(N), int32_t(1),
+      int32_t(N), int32_t(1));
+  std::vector<const DeviceMemory *> buffers(args.size(), nullptr);
+  buffers[0] = &da, buffers[1] = &db, buffers[2] = &dc;
+  auto grid = [&](const Config &c) { return Grid::of(cdiv(M, c.get("BM")) * cdiv(N, c.get("BN"))); };
+
+  TunedKernel mm(*ctx, path, "matmul", space, f32, {}, opts);
+  dc.memset(0);
+  mm.launchWithArgs(ctx->stream(), grid, args, buffers);
+  ctx->synchronize();
+  TuningDecision d = mm.lastDecision();
+  REQUIRE(d.record);
+  std::ostringstream table;
+  for (const CandidateResult &c : d.record->candidates)
+    table << "\n  " << c.config.str() << ": "
+          << (c.skipped() ? c.skipReason : std::to_string(*c.timeMs) + " ms");
+  WARN("tf32 512x1024x1024 tuned: " << d.config.str() << table.str());
+  CHECK(mm.stats().tunings == 1);
+  CHECK(mm.stats().timedRuns >= 3);
+
+  // The result of the launch after tuning, against fp64 at sampled entries.
+  std::vector<uint8_t> hc(dc.size());
+  dc.copyToHost(hc.data(), hc.size());
+  double err = 0, scale = 0;
+  std::uniform_int_distribution<int64_t> rm(0, M - 1), rn(0, N - 1);
+  for (int s = 0; s < 256; ++s) {
+    int64_t r = rm(rng), q = rn(rng);
+    double ref = 0;
+    for (int64_t k = 0; k < K; ++k)
+      ref += a.vals[size_t(r * K + k)] * b.vals[size_t(k * N + q)];
+    err = std::max(err, std::fabs(resultAt(hc, size_t(r * N + q), false) - ref));
+    scale = std::max(scale, std::fabs(ref));
+  }
+  INFO("relative error " << err / scale);
+  CHECK(err / scale < 5e-3); // tf32 operands
+
+  // A second object on the same tuning cache: no tuning and no compilation.
+  KernelCacheStats before = KernelCache::global().stats();
+  TunedKernel again(*ctx, path, "matmul", space, f32, {}, opts);
+  again.launchWithArgs(ctx->stream(), grid, args, buffers);
+  ctx->synchronize();
+  CHECK(again.lastDecision().source == "cache");
+  CHECK(again.lastDecision().config == d.config);
+  CHECK(again.stats().tunings == 0);
+  CHECK(again.stats().timedRuns == 0);
+  CHECK(KernelCache::global().stats().builds == before.builds);
 }
