@@ -71,15 +71,20 @@ struct Data {
 
 Grid gridFor(int n, const Config &c) { return Grid::of(cdiv(int64_t(n), c.get("BLOCK"))); }
 
+/// The step kernel in a file of a fresh directory, an interpreter context,
+/// and a tuning cache in that directory.
+struct StepFixture {
+  TempDir dir{"tessera-tuned"};
+  std::string path = dir.path + "/step.tile";
+  Context ctx{createInterpreterBackend()};
+  TuningCache cache{dir.path + "/tuning"};
+  StepFixture() { writeFile(path, kSource); }
+};
+
 } // namespace
 
-TEST_CASE("tuned kernel: tunes once per bucket, reset and restore keep one launch's result",
+TEST_CASE_METHOD(StepFixture, "tuned kernel: tunes once per bucket, reset and restore keep one launch's result",
           "[autotune][tuned]") {
-  TempDir dir("tessera-tuned");
-  std::string path = dir.path + "/step.tile";
-  writeFile(path, kSource);
-  Context ctx{createInterpreterBackend()};
-  TuningCache cache(dir.path + "/tuning");
   TunedKernel k(ctx, path, "step", stepSpace(), {}, {}, quick(cache));
 
   // The front end's analysis: Y and P are written, X is not.
@@ -138,13 +143,8 @@ TEST_CASE("tuned kernel: tunes once per bucket, reset and restore keep one launc
   CHECK(again.lastDecision().source == "cache");
 }
 
-TEST_CASE("tuned kernel: without reset the accumulated output differs and candidates are rejected",
+TEST_CASE_METHOD(StepFixture, "tuned kernel: without reset the accumulated output differs and candidates are rejected",
           "[autotune][tuned]") {
-  TempDir dir("tessera-tuned");
-  std::string path = dir.path + "/step.tile";
-  writeFile(path, kSource);
-  Context ctx{createInterpreterBackend()};
-  TuningCache cache(dir.path + "/tuning");
   ConfigSpace space = stepSpace();
   space.reset.clear();
   space.restore.clear();
@@ -161,12 +161,7 @@ TEST_CASE("tuned kernel: without reset the accumulated output differs and candid
   CHECK(wrong == 2); // the second and third candidate saw the first one's result
 }
 
-TEST_CASE("tuned kernel: miss policies first and nearest", "[autotune][tuned]") {
-  TempDir dir("tessera-tuned");
-  std::string path = dir.path + "/step.tile";
-  writeFile(path, kSource);
-  Context ctx{createInterpreterBackend()};
-  TuningCache cache(dir.path + "/tuning");
+TEST_CASE_METHOD(StepFixture, "tuned kernel: miss policies first and nearest", "[autotune][tuned]") {
   auto x = ctx.alloc<float>(4096), y = ctx.alloc<float>(4096), p = ctx.alloc<float>(4096);
   auto grid = [&](const Config &c) { return gridFor(100, c); };
 
@@ -196,12 +191,7 @@ TEST_CASE("tuned kernel: miss policies first and nearest", "[autotune][tuned]") 
   CHECK(c.stats().tunings == 0);
 }
 
-TEST_CASE("tuned kernel: errors", "[autotune][tuned]") {
-  TempDir dir("tessera-tuned");
-  std::string path = dir.path + "/step.tile";
-  writeFile(path, kSource);
-  Context ctx{createInterpreterBackend()};
-  TuningCache cache(dir.path + "/tuning");
+TEST_CASE_METHOD(StepFixture, "tuned kernel: errors", "[autotune][tuned]") {
   // No decorator and no space.
   CHECK_THROWS_WITH(TunedKernel(ctx, path, "step", {}, {}, quick(cache)),
                     Catch::Contains("has no @autotune decorator"));
@@ -228,13 +218,8 @@ TEST_CASE("tuned kernel: errors", "[autotune][tuned]") {
   CHECK(k.stats().tunings == 0);
 }
 
-TEST_CASE("tuned kernel: records its sources, so pruneStale drops a tuning of an edited kernel",
+TEST_CASE_METHOD(StepFixture, "tuned kernel: records its sources, so pruneStale drops a tuning of an edited kernel",
           "[autotune][tuned]") {
-  TempDir dir("tessera-tuned");
-  std::string path = dir.path + "/step.tile";
-  writeFile(path, kSource);
-  Context ctx{createInterpreterBackend()};
-  TuningCache cache(dir.path + "/tuning");
   TunedKernel k(ctx, path, "step", stepSpace(), {}, {}, quick(cache));
   auto x = ctx.alloc<float>(64), y = ctx.alloc<float>(64), p = ctx.alloc<float>(64);
   k.configFor([&](const Config &c) { return gridFor(64, c); }, x, y, p, int32_t(64));
