@@ -62,9 +62,9 @@ struct TunedKernel::State {
   std::vector<std::pair<std::string, std::string>> sources;
   KernelSignature signature;
   /// Per key of the space: the index of its argument, or -1 with its value
-  /// in `constantKeys` (an integer constexpr of the kernel).
+  /// in `constantKey` (an integer constexpr of the kernel).
   std::vector<int> keyArgument;
-  std::map<std::string, int64_t> constantKeys;
+  std::vector<int64_t> constantKey;
   std::vector<int> resetArguments, restoreArguments;
   bool print = false;
 
@@ -77,6 +77,8 @@ struct TunedKernel::State {
   TunedKernelStats stats;
   std::atomic<uint64_t> compiles{0};
   TuningDecision last;
+  std::mutex verdictMutex;
+  std::map<std::string, std::string> verdicts; // frontEndVerdict by Config::str()
 
   int parameterIndex(const std::string &name) const {
     for (size_t i = 0; i < signature.params.size(); ++i)
@@ -111,12 +113,13 @@ struct TunedKernel::State {
       if (i >= 0 && signature.params[i].type.pointerDepth == 0 &&
           !isFloat(signature.params[i].type.scalar)) {
         keyArgument.push_back(i);
+        constantKey.push_back(0);
         continue;
       }
       auto c = signature.constexprs.find(k.name);
       if (i < 0 && c != signature.constexprs.end() && std::holds_alternative<int64_t>(c->second)) {
         keyArgument.push_back(-1);
-        constantKeys[k.name] = std::get<int64_t>(c->second);
+        constantKey.push_back(std::get<int64_t>(c->second));
         continue;
       }
       throw Error("autotune key '" + k.name + "' of kernel '" + kernel +
@@ -149,25 +152,37 @@ struct TunedKernel::State {
 
   TuningCache &cache() const { return tuning.cache ? *tuning.cache : TuningCache::global(); }
 
-  std::map<std::string, int64_t> keyArguments(const std::vector<ArgValue> &args) const {
-    std::map<std::string, int64_t> values = constantKeys;
-    for (size_t k = 0; k < space.keys.size(); ++k) {
-      int i = keyArgument[k];
-      if (i < 0)
-        continue;
-      const ArgValue &a = args[i];
-      int64_t v = 0;
-      switch (a.type.scalar) {
-      case ScalarType::i1:
-      case ScalarType::u8: v = a.as<uint8_t>(); break;
-      case ScalarType::i8: v = a.as<int8_t>(); break;
-      case ScalarType::i16: v = a.as<int16_t>(); break;
-      case ScalarType::i32: v = a.as<int32_t>(); break;
-      default: v = a.as<int64_t>(); break;
-      }
-      values[space.keys[k].name] = v;
+  /// The value of key `k` in a launch with `args` (not bucketed).
+  int64_t keyValue(size_t k, const std::vector<ArgValue> &args) const {
+    int i = keyArgument[k];
+    if (i < 0)
+      return constantKey[k];
+    const ArgValue &a = args[size_t(i)];
+    switch (a.type.scalar) {
+    case ScalarType::i1:
+    case ScalarType::u8: return a.as<uint8_t>();
+    case ScalarType::i8: return a.as<int8_t>();
+    case ScalarType::i16: return a.as<int16_t>();
+    case ScalarType::i32: return a.as<int32_t>();
+    default: return a.as<int64_t>();
     }
+  }
+
+  /// The key values by name, for TuningKey::make.
+  std::map<std::string, int64_t> keyArguments(const std::vector<ArgValue> &args) const {
+    std::map<std::string, int64_t> values;
+    for (size_t k = 0; k < space.keys.size(); ++k)
+      values[space.keys[k].name] = keyValue(k, args);
     return values;
+  }
+
+  /// The bucketed key values in key order: what a launch looks up in memory,
+  /// without building names (this runs on every launch).
+  std::vector<int64_t> bucketedValues(const std::vector<ArgValue> &args) const {
+    std::vector<int64_t> out(space.keys.size());
+    for (size_t k = 0; k < out.size(); ++k)
+      out[k] = space.keys[k].bucketing.apply(keyValue(k, args));
+    return out;
   }
 
   Kernel compileConfig(const Config &config) {
@@ -178,15 +193,25 @@ struct TunedKernel::State {
     return tessera::compile(*ctx, path, kernel, cx, o);
   }
 
-  /// Why the front end rejects `config` (a static_assert), or "".
-  std::string frontEndVerdict(const Config &config) const {
-    CompileOptions o = config.appliedTo(keyBase);
-    CompileResult r = compileFile(path, kernel, o, Stage::Tile);
-    if (r.ok)
-      return "";
-    std::string why = firstError(r.diagnostics);
-    return why.rfind("static assertion failed", 0) == 0 ? "static_assert: " + why
-                                                         : "front-end error: " + why;
+  /// Why the front end rejects `config` (a static_assert), or "". It does
+  /// not depend on the shape, so each config's front end runs once per
+  /// object, not once per tuned key. Called on the compile threads.
+  std::string frontEndVerdict(const Config &config) {
+    std::string name = config.str();
+    {
+      std::lock_guard<std::mutex> lock(verdictMutex);
+      if (auto it = verdicts.find(name); it != verdicts.end())
+        return it->second;
+    }
+    CompileResult r = compileFile(path, kernel, config.appliedTo(keyBase), Stage::Tile);
+    std::string why;
+    if (!r.ok) {
+      why = firstError(r.diagnostics);
+      why = why.rfind("static assertion failed", 0) == 0 ? "static_assert: " + why
+                                                          : "front-end error: " + why;
+    }
+    std::lock_guard<std::mutex> lock(verdictMutex);
+    return verdicts.emplace(name, why).first->second;
   }
 
   /// Why a compiled candidate is not worth timing: it spills, or needs more
@@ -259,21 +284,24 @@ struct TunedKernel::State {
 
   const Resolved &resolve(const GridFn &grid, const std::vector<ArgValue> &args,
                           const std::vector<const DeviceMemory *> &buffers) {
-    checkLaunchArgs(signature, args);
+    // A hit is checked by the launch itself (Kernel::launchWithArgs); only
+    // the count must be right to read the key arguments. Anything else is
+    // checked before it can be tuned with.
+    if (args.size() != signature.params.size())
+      checkLaunchArgs(signature, args); // throws: the usual message
     if (!buffers.empty() && buffers.size() != args.size())
       throw Error("TunedKernel: " + std::to_string(buffers.size()) + " buffers for " +
                   std::to_string(args.size()) + " arguments");
-    std::map<std::string, int64_t> values = keyArguments(args);
-    KeyValues bucketed = space.bucket(values);
-    std::vector<int64_t> memoKey;
-    for (const auto &kv : bucketed)
-      memoKey.push_back(kv.second);
+    std::vector<int64_t> memoKey = bucketedValues(args);
     std::lock_guard<std::mutex> lock(mutex); // one resolution at a time
     ++stats.launches;
     if (auto it = memo.find(memoKey); it != memo.end()) {
       ++stats.memoryHits;
       return it->second;
     }
+    checkLaunchArgs(signature, args);
+    std::map<std::string, int64_t> values = keyArguments(args);
+    KeyValues bucketed = space.bucket(values);
     TuningKey key = TuningKey::make(ctx->device(), kernel, sources, keyBase, space, values);
     Resolution r;
     if (!tuning.retune)
@@ -345,6 +373,7 @@ void TunedKernel::launchWithArgs(const Stream &stream, const GridFn &grid,
 
 Config TunedKernel::configForArgs(const GridFn &grid, const std::vector<ArgValue> &args,
                                   const std::vector<const DeviceMemory *> &buffers) {
+  checkLaunchArgs(state_->signature, args); // no launch checks them after a hit
   return state_->resolve(grid, args, buffers).config;
 }
 

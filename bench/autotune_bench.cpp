@@ -39,6 +39,13 @@ double secondsSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+/// The constexprs a caller fixes: the operand type, an f32 accumulator, C
+/// in the operand type.
+std::map<std::string, ConstexprValue> matmulConstexprs(const std::string &dt) {
+  DType t = *parseDType(dt);
+  return {{"DT", t}, {"ACC", DType{ScalarType::f32, 0}}, {"OUT", t}};
+}
+
 /// C = A @ B with row-major operands of `dt`, C in the operand type for
 /// 16-bit inputs (as cuBLAS writes it), else f32.
 struct Matmul {
@@ -67,10 +74,7 @@ struct Matmul {
   }
   size_t elem() const { return dt == "f32" ? 4 : 2; }
   size_t bytes(int64_t count) const { return size_t(count) * elem(); }
-  std::map<std::string, ConstexprValue> constexprs() const {
-    DType t = *parseDType(dt);
-    return {{"DT", t}, {"ACC", DType{ScalarType::f32, 0}}, {"OUT", t}};
-  }
+  std::map<std::string, ConstexprValue> constexprs() const { return matmulConstexprs(dt); }
   ScalarType scalar() const { return parseDType(dt)->scalar; }
   TunedKernel::GridFn grid() const {
     return [m = m, n = n](const Config &c) {
@@ -121,7 +125,7 @@ json recordJson(const TuningRecord &r) {
 }
 
 int second(Context &ctx) {
-  TunedKernel mm(ctx, kMatmul, "matmul", Matmul(ctx, "f32", 16, 16, 16).constexprs(), {},
+  TunedKernel mm(ctx, kMatmul, "matmul", matmulConstexprs("f32"), {},
                  tunedOptions());
   json configs = json::array();
   for (int64_t w : kWeights) {
@@ -137,7 +141,7 @@ int second(Context &ctx) {
 }
 
 int acceptance(Context &ctx, const char *self) {
-  TunedKernel mm(ctx, kMatmul, "matmul", Matmul(ctx, "f32", 16, 16, 16).constexprs(), {},
+  TunedKernel mm(ctx, kMatmul, "matmul", matmulConstexprs("f32"), {},
                  tunedOptions());
   std::cout << json{{"phase", "space"}, {"configs", mm.space().configs.size()},
                     {"space_hash", mm.space().hash()}}.dump()
