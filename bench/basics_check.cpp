@@ -12,6 +12,8 @@
 //
 // Exit codes: 0 every case passed, 1 a case failed (or no kernels found),
 // 2 bad command line.
+#include "backends.h"
+#include "report_format.h"
 #include "support/Reference.h"
 #include "tessera/tessera.h"
 
@@ -33,6 +35,11 @@
 #include <vector>
 
 using namespace tessera;
+using tessera::cli::Backends;
+using tessera::cli::formatDouble;
+using tessera::cli::gridText;
+using tessera::cli::humanTime;
+using tessera::cli::openContexts;
 using tessera::testing::compareMaxNorm;
 using tessera::testing::MaxNormComparison;
 
@@ -81,23 +88,6 @@ struct Options {
   std::string kernelsDir;
 };
 
-std::string fmtDouble(double v, const char *f = "%.3g") {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
-std::string fmtTime(double ms) {
-  if (ms < 1)
-    return fmtDouble(ms * 1000, "%.2f us");
-  if (ms < 1000)
-    return fmtDouble(ms, "%.2f ms");
-  return fmtDouble(ms / 1000, "%.2f s");
-}
-
-std::string gridText(const Grid &g) {
-  return std::to_string(g.x) + "x" + std::to_string(g.y) + "x" + std::to_string(g.z);
-}
 
 bool isFile(const std::string &p) {
   struct stat st;
@@ -228,32 +218,6 @@ Buffers makeBuffers(const Case &c, uint64_t seed) {
 
 // ---- running ----------------------------------------------------------------
 
-/// The backends: the GPU (if any, and unless --interpret) and the interpreter.
-struct Backends {
-  std::unique_ptr<Context> gpu, interp;
-  std::string noGpuReason;    // why there is no GPU context
-  bool byEnvironment = false; // TESSERA_INTERPRET asked for the interpreter
-};
-
-Backends openBackends(bool interpret) {
-  Backends b;
-  if (!interpret) {
-    try {
-      auto ctx = std::make_unique<Context>();
-      if (ctx->isInterpreter()) {
-        b.noGpuReason = "TESSERA_INTERPRET is set";
-        b.byEnvironment = true;
-      } else {
-        b.gpu = std::move(ctx);
-      }
-    } catch (const std::exception &e) {
-      b.noGpuReason = e.what();
-    }
-  }
-  b.interp = std::make_unique<Context>(createInterpreterBackend());
-  return b;
-}
-
 /// What one backend's run produced.
 struct Outcome {
   Buffers buffers;     // contents after the launch
@@ -346,8 +310,8 @@ bool runCase(const Backends &be, const Case &c, const Options &o) {
   }
   std::cout << line;
   if (be.gpu && gpu.timedMs >= 0)
-    std::cout << "  gpu " << fmtTime(gpu.timedMs);
-  std::cout << "  interpreter " << fmtTime(interp.launchMs);
+    std::cout << "  gpu " << humanTime(gpu.timedMs);
+  std::cout << "  interpreter " << humanTime(interp.launchMs);
 
   // The GPU against the interpreter, every buffer.
   struct Difference {
@@ -367,7 +331,7 @@ bool runCase(const Backends &be, const Case &c, const Options &o) {
       if (cmp.above)
         differences.push_back({k, cmp});
     }
-    std::cout << "  gpu~interp " << fmtDouble(worst, "%.1e") << " (" << worstName << ")";
+    std::cout << "  gpu~interp " << formatDouble(worst, "%.1e") << " (" << worstName << ")";
   }
 
   // Both backends against the fp64 reference of the same inputs.
@@ -386,17 +350,17 @@ bool runCase(const Backends &be, const Case &c, const Options &o) {
     }
   }
   bool refOk = worst <= (c.tol > 0 ? c.tol : kReferenceTol);
-  std::cout << "  fp64 ref " << fmtDouble(worst, "%.1e") << " (" << which << ")";
+  std::cout << "  fp64 ref " << formatDouble(worst, "%.1e") << " (" << which << ")";
   if (c.tol > 0)
-    std::cout << "  [tf32 tol " << fmtDouble(c.tol, "%g") << "]";
+    std::cout << "  [tf32 tol " << formatDouble(c.tol, "%g") << "]";
 
   bool ok = differences.empty() && refOk;
   std::cout << (ok ? "  ok" : "  FAIL") << "\n";
   for (const Difference &d : differences)
     std::cout << "    " << bufferName(sig, c, d.buffer) << ": " << d.cmp.above
               << " elements above tol; first [" << d.cmp.first << "]: gpu "
-              << fmtDouble(gpu.buffers[d.buffer][d.cmp.first], "%.9g") << ", interpreter "
-              << fmtDouble(interp.buffers[d.buffer][d.cmp.first], "%.9g") << "\n";
+              << formatDouble(gpu.buffers[d.buffer][d.cmp.first], "%.9g") << ", interpreter "
+              << formatDouble(interp.buffers[d.buffer][d.cmp.first], "%.9g") << "\n";
   return ok;
 }
 
@@ -407,11 +371,11 @@ int run(const Options &o) {
               << "'); pass --kernels-dir DIR or set TESSERA_KERNELS_DIR\n";
     return kFailed;
   }
-  Backends be = openBackends(o.interpret);
-  std::string refText = "fp64 references (tol " + fmtDouble(kReferenceTol, "%g") + ")";
+  Backends be = openContexts(o.interpret, /*withInterpreter=*/true);
+  std::string refText = "fp64 references (tol " + formatDouble(kReferenceTol, "%g") + ")";
   if (be.gpu)
     std::cout << "basics on " << be.gpu->deviceName() << " (" << be.gpu->target()
-              << "): the GPU against the CPU interpreter (tol " << fmtDouble(o.tol, "%g")
+              << "): the GPU against the CPU interpreter (tol " << formatDouble(o.tol, "%g")
               << ") and both against " << refText << ", seed " << o.seed << "\n";
   else
     std::cout << "basics in the CPU interpreter ("

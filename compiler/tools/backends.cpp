@@ -8,7 +8,7 @@
 
 namespace tessera::cli {
 
-Backends openBackends(bool interpret, bool check) {
+Backends openContexts(bool interpret, bool withInterpreter) {
   Backends b;
   if (!interpret) {
     try {
@@ -23,8 +23,13 @@ Backends openBackends(bool interpret, bool check) {
       b.noGpuReason = e.what();
     }
   }
-  if (!b.gpu || check)
+  if (!b.gpu || withInterpreter)
     b.interp = std::make_unique<Context>(createInterpreterBackend());
+  return b;
+}
+
+Backends openBackends(bool interpret, bool check) {
+  Backends b = openContexts(interpret, check);
   if (!b.gpu && !interpret) {
     if (b.byEnvironment)
       std::cerr << "tessera: TESSERA_INTERPRET is set; running in the CPU interpreter";

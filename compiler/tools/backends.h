@@ -1,4 +1,4 @@
-// Where `tessera run` and `tessera autotune` run kernels: the GPU when there
+// Where `tessera run`, `tessera autotune` and bench/basics_check run kernels: the GPU when there
 // is one, else (or when asked) the CPU interpreter, saying why on stderr.
 #ifndef TESSERA_TOOLS_BACKENDS_H
 #define TESSERA_TOOLS_BACKENDS_H
@@ -19,8 +19,10 @@ struct Backends {
 };
 
 /// Opens the GPU unless `interpret`, and the interpreter when there is no GPU
-/// or `check` wants both. Without a GPU (and without `interpret`) it says so
-/// on stderr.
+/// or `withInterpreter` wants it anyway. Says nothing.
+Backends openContexts(bool interpret, bool withInterpreter);
+/// openContexts(interpret, check); without a GPU (and without `interpret`) it
+/// says so on stderr.
 Backends openBackends(bool interpret, bool check);
 
 } // namespace tessera::cli

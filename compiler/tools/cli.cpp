@@ -195,20 +195,6 @@ std::string humanBytes(double bytes) {
   return buf;
 }
 
-std::string formatDouble(double v, const char *format) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
-std::string humanTime(double ms) {
-  if (ms < 1)
-    return formatDouble(ms * 1000, "%.2f us");
-  if (ms < 1000)
-    return formatDouble(ms, "%.2f ms");
-  return formatDouble(ms / 1000, "%.2f s");
-}
-
 int chooseKernel(const std::string &file, std::string &kernel, const char *help) {
   if (!kernel.empty())
     return kOk;

@@ -5,6 +5,7 @@
 #ifndef TESSERA_TOOLS_CLI_H
 #define TESSERA_TOOLS_CLI_H
 
+#include "report_format.h"
 #include "tessera/Types.h"
 
 #include <map>
@@ -78,10 +79,6 @@ void printColumns(std::ostream &out, const std::vector<std::vector<std::string>>
 
 /// "1.5 KiB", "12 B", "3.2 MiB".
 std::string humanBytes(double bytes);
-/// `v` printed with the printf `format` ("%.3g").
-std::string formatDouble(double v, const char *format = "%.3g");
-/// "128.97 us", "1.25 ms", "2.00 s".
-std::string humanTime(double ms);
 
 /// Fills an empty `kernel` with the only kernel of `file`. Returns kOk, or the
 /// exit code after saying why not (no kernel: kInputError; several: a usage

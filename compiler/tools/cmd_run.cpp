@@ -188,10 +188,6 @@ Comparison compareBuffer(const HostBuffer &b, const std::vector<unsigned char> &
   return c;
 }
 
-std::string gridText(const Grid &g) {
-  return std::to_string(g.x) + "x" + std::to_string(g.y) + "x" + std::to_string(g.z);
-}
-
 /// Everything one `tessera run` produced, for the printers.
 struct Report {
   std::string kernel;
