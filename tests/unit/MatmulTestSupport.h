@@ -6,7 +6,10 @@
 #define TESSERA_TESTS_MATMULTESTSUPPORT_H
 
 #include "support/Reference.h"
+#include "tessera/Autotune.h"
+#include "tessera/Context.h"
 #include "tessera/Half.h"
+#include "tessera/Memory.h"
 
 #include <cmath>
 #include <cstdint>
@@ -57,6 +60,24 @@ inline Operand randomOperand(std::mt19937 &rng, const std::string &dt, size_t n)
   for (size_t i = 0; i < n; ++i)
     putOperand(o.bytes, i, o.vals[i] = sampleOperand(rng, dt), dt);
   return o;
+}
+
+/// A random operand on the device, with its values for the reference.
+struct DeviceOperand {
+  Operand host;
+  DeviceMemory device;
+};
+inline DeviceOperand uploadOperand(Context &ctx, std::mt19937 &rng, const std::string &dt,
+                                   size_t n) {
+  Operand o = randomOperand(rng, dt, n);
+  DeviceMemory m = ctx.allocBytes(o.bytes.size());
+  m.copyFromHost(o.bytes.data(), o.bytes.size());
+  return {std::move(o), std::move(m)};
+}
+
+/// A matmul config of the autotuner: tile sizes, warps and stages.
+inline Config tileConfig(int64_t bm, int64_t bn, int64_t bk, int warps, int stages) {
+  return Config{}.set("BM", bm).set("BN", bn).set("BK", bk).warps(warps).stages(stages);
 }
 
 /// Element i of a 4-byte result buffer: i32 when `isInt`, else f32.

@@ -158,18 +158,14 @@ TEST_CASE("GPU: tune matmul over eight configs", "[gpu][autotune][runner]") {
     return;
   const int64_t M = 2048, N = 2048, K = 2048;
   std::mt19937 rng{7};
-  Operand a = randomOperand(rng, "bf16", size_t(M * K)), b = randomOperand(rng, "bf16", size_t(K * N));
-  DeviceMemory da = ctx->allocBytes(a.bytes.size()), db = ctx->allocBytes(b.bytes.size());
+  DeviceOperand a = uploadOperand(*ctx, rng, "bf16", size_t(M * K));
+  DeviceOperand b = uploadOperand(*ctx, rng, "bf16", size_t(K * N));
+  DeviceMemory &da = a.device, &db = b.device;
   DeviceMemory dc = ctx->allocBytes(size_t(M * N) * 4);
-  da.copyFromHost(a.bytes.data(), a.bytes.size());
-  db.copyFromHost(b.bytes.data(), b.bytes.size());
-  auto cfg = [](int64_t bm, int64_t bn, int64_t bk, int warps, int stages) {
-    return Config{}.set("BM", bm).set("BN", bn).set("BK", bk).warps(warps).stages(stages);
-  };
   ConfigSpace space;
-  space.add(cfg(128, 256, 64, 8, 4)).add(cfg(128, 256, 32, 8, 8)).add(cfg(128, 128, 64, 8, 4))
-      .add(cfg(128, 128, 32, 4, 3)).add(cfg(64, 128, 64, 4, 4)).add(cfg(256, 128, 64, 16, 4))
-      .add(cfg(128, 128, 32, 8, 1)).add(cfg(64, 64, 32, 4, 3));
+  space.add(tileConfig(128, 256, 64, 8, 4)).add(tileConfig(128, 256, 32, 8, 8)).add(tileConfig(128, 128, 64, 8, 4))
+      .add(tileConfig(128, 128, 32, 4, 3)).add(tileConfig(64, 128, 64, 4, 4)).add(tileConfig(256, 128, 64, 16, 4))
+      .add(tileConfig(128, 128, 32, 8, 1)).add(tileConfig(64, 64, 32, 4, 3));
   std::atomic<int> compiles{0};
   TuneTask task;
   task.compile = [&](const Config &c) {

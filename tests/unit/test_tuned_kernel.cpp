@@ -238,17 +238,13 @@ TEST_CASE("GPU: tuned tf32 matmul through TunedKernel, then a cache hit without 
     return;
   const int64_t M = 512, N = 1024, K = 1024;
   std::mt19937 rng{3};
-  Operand a = randomOperand(rng, "f32", size_t(M * K)), b = randomOperand(rng, "f32", size_t(K * N));
-  DeviceMemory da = ctx->allocBytes(a.bytes.size()), db = ctx->allocBytes(b.bytes.size());
+  DeviceOperand a = uploadOperand(*ctx, rng, "f32", size_t(M * K));
+  DeviceOperand b = uploadOperand(*ctx, rng, "f32", size_t(K * N));
+  DeviceMemory &da = a.device, &db = b.device;
   DeviceMemory dc = ctx->allocBytes(size_t(M * N) * 4);
-  da.copyFromHost(a.bytes.data(), a.bytes.size());
-  db.copyFromHost(b.bytes.data(), b.bytes.size());
-  auto cfg = [](int64_t bm, int64_t bn, int64_t bk, int warps, int stages) {
-    return Config{}.set("BM", bm).set("BN", bn).set("BK", bk).warps(warps).stages(stages);
-  };
   ConfigSpace space;
-  space.add(cfg(128, 256, 32, 8, 4)).add(cfg(256, 128, 32, 8, 4)).add(cfg(128, 128, 32, 4, 4))
-      .add(cfg(64, 64, 32, 4, 3));
+  space.add(tileConfig(128, 256, 32, 8, 4)).add(tileConfig(256, 128, 32, 8, 4)).add(tileConfig(128, 128, 32, 4, 4))
+      .add(tileConfig(64, 64, 32, 4, 3));
   space.key("M", Bucketing::pow2()).key("N", Bucketing::pow2()).key("K", Bucketing::pow2());
   TempDir dir("tessera-tuned-gpu");
   TuningCache cache(dir.path);
@@ -288,7 +284,7 @@ TEST_CASE("GPU: tuned tf32 matmul through TunedKernel, then a cache hit without 
     int64_t r = rm(rng), q = rn(rng);
     double ref = 0;
     for (int64_t k = 0; k < K; ++k)
-      ref += a.vals[size_t(r * K + k)] * b.vals[size_t(k * N + q)];
+      ref += a.host.vals[size_t(r * K + k)] * b.host.vals[size_t(k * N + q)];
     err = std::max(err, std::fabs(resultAt(hc, size_t(r * N + q), false) - ref));
     scale = std::max(scale, std::fabs(ref));
   }
