@@ -163,9 +163,15 @@ TEST_CASE("GPU: tune matmul over eight configs", "[gpu][autotune][runner]") {
   DeviceMemory &da = a.device, &db = b.device;
   DeviceMemory dc = ctx->allocBytes(size_t(M * N) * 4);
   ConfigSpace space;
-  space.add(tileConfig(128, 256, 64, 8, 4)).add(tileConfig(128, 256, 32, 8, 8)).add(tileConfig(128, 128, 64, 8, 4))
-      .add(tileConfig(128, 128, 32, 4, 3)).add(tileConfig(64, 128, 64, 4, 4)).add(tileConfig(256, 128, 64, 16, 4))
-      .add(tileConfig(128, 128, 32, 8, 1)).add(tileConfig(64, 64, 32, 4, 3));
+  for (const Config &c : {tileConfig(128, 256, 64, 8, 4),
+                           tileConfig(128, 256, 32, 8, 8),
+                           tileConfig(128, 128, 64, 8, 4),
+                           tileConfig(128, 128, 32, 4, 3),
+                           tileConfig(64, 128, 64, 4, 4),
+                           tileConfig(256, 128, 64, 16, 4),
+                           tileConfig(128, 128, 32, 8, 1),
+                           tileConfig(64, 64, 32, 4, 3)})
+    space.add(c);
   std::atomic<int> compiles{0};
   TuneTask task;
   task.compile = [&](const Config &c) {

@@ -243,8 +243,11 @@ TEST_CASE("GPU: tuned tf32 matmul through TunedKernel, then a cache hit without 
   DeviceMemory &da = a.device, &db = b.device;
   DeviceMemory dc = ctx->allocBytes(size_t(M * N) * 4);
   ConfigSpace space;
-  space.add(tileConfig(128, 256, 32, 8, 4)).add(tileConfig(256, 128, 32, 8, 4)).add(tileConfig(128, 128, 32, 4, 4))
-      .add(tileConfig(64, 64, 32, 4, 3));
+  for (const Config &c : {tileConfig(128, 256, 32, 8, 4),
+                           tileConfig(256, 128, 32, 8, 4),
+                           tileConfig(128, 128, 32, 4, 4),
+                           tileConfig(64, 64, 32, 4, 3)})
+    space.add(c);
   space.key("M", Bucketing::pow2()).key("N", Bucketing::pow2()).key("K", Bucketing::pow2());
   TempDir dir("tessera-tuned-gpu");
   TuningCache cache(dir.path);
