@@ -99,6 +99,15 @@ bool BuiltinCall::maskArg(const Arg &x, SemValue &out) {
 }
 
 // Broadcasts every present value in `vals` to their common shape.
+bool BuiltinCall::broadcastWithMask(std::vector<SemValue *> vals, const Arg &x, SemValue &mask) {
+  if (!isNone(x)) {
+    if (!maskArg(x, mask))
+      return false;
+    vals.push_back(&mask);
+  }
+  return broadcastAll(std::move(vals));
+}
+
 bool BuiltinCall::broadcastAll(std::vector<SemValue *> vals) {
   std::vector<int64_t> shape;
   for (SemValue *v : vals) {

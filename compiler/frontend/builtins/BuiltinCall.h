@@ -106,6 +106,9 @@ private:
   bool pointerArg(const Arg &x);
   bool maskArg(const Arg &x, SemValue &out);
   bool broadcastAll(std::vector<SemValue *> vals);
+  /// broadcastAll(vals + the mask), the mask read from `x` unless it is None
+  /// (store and the atomics: a pointer, a value and an optional mask).
+  bool broadcastWithMask(std::vector<SemValue *> vals, const Arg &x, SemValue &mask);
 
   // ---- IRGen's interface for the builtins ----------------------------------
   SemValue fail(Loc l, const std::string &msg) { return g.fail(l, msg); }

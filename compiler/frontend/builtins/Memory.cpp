@@ -49,13 +49,7 @@ SemValue BuiltinCall::onStore() {
   SemValue value = castTo(a[1].value, ptr.type.elem.pointee(), a[1].loc);
   if (!value.ok())
     return value;
-  std::vector<SemValue *> vals{&ptr, &value};
-  if (!isNone(a[2])) {
-    if (!maskArg(a[2], mask))
-      return SemValue::invalid();
-    vals.push_back(&mask);
-  }
-  if (!broadcastAll(vals))
+  if (!broadcastWithMask({&ptr, &value}, a[2], mask))
     return SemValue::invalid();
   tile::StoreOp::create(b_, ml, ptr.value, value.value, mask.ok() ? mask.value : Value());
   return SemValue::none();
@@ -84,13 +78,7 @@ SemValue BuiltinCall::onAtomicRMW() {
   SemValue value = castTo(a[1].value, elem, a[1].loc);
   if (!value.ok())
     return value;
-  std::vector<SemValue *> vals{&ptr, &value};
-  if (!isNone(a[2])) {
-    if (!maskArg(a[2], mask))
-      return SemValue::invalid();
-    vals.push_back(&mask);
-  }
-  if (!broadcastAll(vals))
+  if (!broadcastWithMask({&ptr, &value}, a[2], mask))
     return SemValue::invalid();
   auto op = tile::AtomicRMWOp::create(b_, ml, value.value.getType(), kind, ptr.value,
                                       value.value, mask.ok() ? mask.value : Value());
