@@ -13,6 +13,7 @@
 //        in one pass per shape (the exhaustive search over the same space).
 //   autotune_bench second       step 2 (run by step 1)
 // (matmul through TunedKernel against cuBLAS is bench/matmul_bench.cpp.)
+#include "TuningReport.h"
 #include "tessera/KernelCache.h"
 #include "tessera/TunedKernel.h"
 #include "tessera/tessera.h"
@@ -111,19 +112,6 @@ json statsJson(const TunedKernelStats &s) {
           {"kernel_cache_memory_hits", k.memoryHits}};
 }
 
-json recordJson(const TuningRecord &r) {
-  json cands = json::array();
-  for (const CandidateResult &c : r.candidates) {
-    json j = {{"config", c.config.str()}};
-    if (c.skipped())
-      j["skip"] = c.skipReason;
-    else
-      j["ms"] = *c.timeMs, j["spread_ms"] = c.spreadMs, j["repeats"] = c.repeats;
-    cands.push_back(j);
-  }
-  return {{"best", r.best.str()}, {"candidates", cands}};
-}
-
 int second(Context &ctx) {
   TunedKernel mm(ctx, kMatmul, "matmul", matmulConstexprs("f32"), {},
                  tunedOptions());
@@ -162,7 +150,9 @@ int acceptance(Context &ctx, const char *self) {
     tuned.push_back(d.config);
     shapes.push_back({{"M", kBatch}, {"N", w}, {"K", w}, {"seconds", seconds},
                       {"source", d.source},
-                      {"record", d.record ? recordJson(*d.record) : json()}});
+                      {"record", d.record ? json{{"best", d.record->best.str()},
+                                                     {"candidates", bench::candidatesJson(*d.record)}}
+                                              : json()}});
   }
   std::cout << json{{"phase", "tune"}, {"wall_seconds", wall}, {"shapes", shapes},
                     {"stats", statsJson(mm.stats())}}.dump()

@@ -7,6 +7,7 @@
 //
 //   matmul_bench DT M N K [DT M N K ...]     DT in f32, f16, bf16, i8
 #include "BenchTiming.h"
+#include "TuningReport.h"
 #include "support/Reference.h"
 #include "tessera/TunedKernel.h"
 #include "tessera/tessera.h"
@@ -71,19 +72,6 @@ void fillRandom(std::vector<uint8_t> &h, const std::string &dt, std::mt19937 &rn
   }
 }
 
-/// `text` inside a JSON string: quotes, backslashes and control characters escaped.
-std::string jsonEscape(const std::string &text) {
-  std::string out;
-  for (char ch : text) {
-    if (ch == '"' || ch == '\\')
-      out += '\\', out += ch;
-    else if (static_cast<unsigned char>(ch) < 0x20)
-      out += ' ';
-    else
-      out += ch;
-  }
-  return out;
-}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -181,22 +169,11 @@ int main(int argc, char **argv) {
         std::cerr << "matmul_bench: WRONG RESULT " << dt << " " << M << "x" << N << "x" << K << " "
                   << d.config.str() << ": relative error " << rel << "\n";
       double ms = timeMs(ctx, [&] { mm.launchWithArgs(ctx.stream(), grid, args); }, 3);
-      std::string all;
-      if (d.record)
-        for (const CandidateResult &cand : d.record->candidates) {
-          char buf[512];
-          if (cand.skipped())
-            std::snprintf(buf, sizeof buf, "%s{\"config\": \"%s\", \"skip\": \"%s\"}", all.empty() ? "" : ", ",
-                          cand.config.str().c_str(), jsonEscape(cand.skipReason).c_str());
-          else
-            std::snprintf(buf, sizeof buf, "%s{\"config\": \"%s\", \"tuning_ms\": %.4f}", all.empty() ? "" : ", ",
-                          cand.config.str().c_str(), *cand.timeMs);
-          all += buf;
-        }
+      std::string all = d.record ? bench::candidatesJson(*d.record).dump() : "[]";
       double tflops = 2.0 * double(M) * double(N) * double(K) / (ms * 1e9);
       std::printf("{\"impl\": \"tessera\", \"dtype\": \"%s\", \"M\": %lld, \"N\": %lld, \"K\": %lld, \"ms\": %.4f, "
                   "\"tflops\": %.2f, \"rel_err\": %.3g, \"config\": \"%s\", \"tuning\": \"%s\", \"device\": \"%s\", "
-                  "\"configs\": [%s]}\n",
+                  "\"configs\": %s}\n",
                   dt.c_str(), (long long)M, (long long)N, (long long)K, ms, tflops, rel,
                   d.config.str().c_str(), d.source.c_str(), ctx.deviceName().c_str(), all.c_str());
       std::fflush(stdout);

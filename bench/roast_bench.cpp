@@ -5,29 +5,28 @@
 // compressed weight should match) in one session.
 //
 //   roast_bench B K N [B K N ...]
-// Every config is first checked against an fp64 reference at sampled
-// entries, computed from the hash mapping on the CPU (docs/kernels/roast.md).
+// The config of each shape and mapping is picked by the autotuner
+// (TunedKernel over the kernel's @autotune space, tuned afresh in every run;
+// ROAST_REUSE_TUNING=1 reuses the tuning cache). The chosen config is
+// checked against an fp64 reference at sampled entries, computed from the
+// hash mapping on the CPU (docs/kernels/roast.md), before it is timed.
 #include "BenchTiming.h"
+#include "TuningReport.h"
 #include "support/Reference.h"
+#include "tessera/TunedKernel.h"
 #include "tessera/tessera.h"
 
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
 using namespace tessera;
 
 namespace {
-constexpr int64_t kP = 45007, kHK = 32, kHN = 64; // RzLinear's P and hash tile
-
-struct Config {
-  int64_t bm, bn, bk;
-  int warps, stages;
-};
+constexpr int64_t kP = 45007, kHK = 32, kHN = 64; // RzLinear's P and the kernel's default hash tile
 } // namespace
 
 int main(int argc, char **argv) {
@@ -37,18 +36,6 @@ int main(int argc, char **argv) {
   }
   std::string kernels = std::getenv("TESSERA_KERNELS_DIR") ? std::getenv("TESSERA_KERNELS_DIR")
                                                            : std::string(TESSERA_SOURCE_DIR) + "/kernels_dsl";
-  std::vector<Config> configs = {{128, 256, 32, 8, 4}, {256, 64, 32, 4, 4}, {128, 64, 32, 4, 4},
-                                 {128, 128, 32, 4, 4}};
-  // ROAST_EXTRA="BM,BN,BK,warps,stages;...": more configs to try.
-  if (const char *e = std::getenv("ROAST_EXTRA")) {
-    std::istringstream list(e);
-    for (std::string item; std::getline(list, item, ';');) {
-      Config c{};
-      if (std::sscanf(item.c_str(), "%lld,%lld,%lld,%d,%d", (long long *)&c.bm, (long long *)&c.bn,
-                      (long long *)&c.bk, &c.warps, &c.stages) == 5)
-        configs.push_back(c);
-    }
-  }
   try {
     Context ctx;
     std::mt19937 rng(11);
@@ -87,52 +74,42 @@ int main(int argc, char **argv) {
                    double(mem[size_t(loc(k / kHK, n / kHN) + (k % kHK) * kHN + n % kHN)]);
           ref.push_back(acc * lam);
         }
-        double best = 1e30;
-        std::string bestCfg, all;
-        for (Config cfg : configs) {
-          JitOptions o;
-          o.numWarps = cfg.warps;
-          o.numStages = cfg.stages;
-          Kernel k = compile(ctx, kernels + "/roast/roast_mm.tile", "roast_mm_fwd",
-                             {{"BM", cfg.bm}, {"BN", cfg.bn}, {"BK", cfg.bk}, {"GROUP", int64_t(8)},
-                              {"ALIGNED", aligned}},
-                             o);
-          Grid g = Grid::of(cdiv(Bn, cfg.bm) * cdiv(N, cfg.bn));
-          auto launch = [&] {
-            k.launch(ctx.stream(), g, dx, dm, dy, dr, int32_t(Bn), int32_t(K), int32_t(N),
-                     int32_t(memSize), lam, int32_t(K), int32_t(1), int32_t(N), int32_t(1));
-          };
-          dy.memory().memset(0xFF);
-          launch();
-          ctx.synchronize();
-          std::vector<float> y = dy.toHost();
-          testing::L2Error err;
-          for (size_t s = 0; s < samples.size(); ++s)
-            err.add(y[size_t(samples[s].first * N + samples[s].second)], ref[s]);
-          double rel = err.value();
-          std::string name = "BM=" + std::to_string(cfg.bm) + ",BN=" + std::to_string(cfg.bn) +
-                             ",BK=" + std::to_string(cfg.bk) + ",num_warps=" + std::to_string(cfg.warps) +
-                             ",num_stages=" + std::to_string(cfg.stages);
-          if (!(rel <= 3e-3)) { // tf32 operands; an unwritten entry (NaN) is an infinite error
-            std::cerr << "roast_bench: " << name << " aligned=" << aligned << " relative error " << rel
-                      << " exceeds 3e-3\n";
-            return 1;
-          }
-          double ms = bench::medianMs(ctx, launch, 20, 5);
-          char buf[256];
-          std::snprintf(buf, sizeof buf, "%s{\"config\": \"%s\", \"ms\": %.4f, \"rel_err\": %.3g}",
-                        all.empty() ? "" : ", ", name.c_str(), ms, rel);
-          all += buf;
-          if (ms < best) {
-            best = ms;
-            bestCfg = name;
-          }
+        TunedKernelOptions tuning;
+        const char *reuse = std::getenv("ROAST_REUSE_TUNING");
+        tuning.retune = !(reuse && std::string(reuse) == "1");
+        tuning.tolerance = 3e-3;
+        TunedKernel roast(ctx, kernels + "/roast/roast_mm.tile", "roast_mm_fwd",
+                          {{"ALIGNED", aligned}}, {}, tuning);
+        auto grid = [&](const tessera::Config &c) {
+          return Grid::of(cdiv(Bn, c.get("BM")) * cdiv(N, c.get("BN")));
+        };
+        auto launch = [&] {
+          roast.launch(ctx.stream(), grid, dx, dm, dy, dr, int32_t(Bn), int32_t(K), int32_t(N),
+                       int32_t(memSize), lam, int32_t(K), int32_t(1), int32_t(N), int32_t(1));
+        };
+        launch(); // tunes
+        dy.memory().memset(0xFF);
+        launch();
+        ctx.synchronize();
+        std::vector<float> y = dy.toHost();
+        testing::L2Error err;
+        for (size_t s = 0; s < samples.size(); ++s)
+          err.add(y[size_t(samples[s].first * N + samples[s].second)], ref[s]);
+        double rel = err.value();
+        TuningDecision d = roast.lastDecision();
+        if (!(rel <= 3e-3)) { // tf32 operands; an unwritten entry (NaN) is an infinite error
+          std::cerr << "roast_bench: " << d.config.str() << " aligned=" << aligned
+                    << " relative error " << rel << " exceeds 3e-3\n";
+          return 1;
         }
+        double best = bench::medianMs(ctx, launch, 20, 5);
+        std::string bestCfg = d.config.str();
+        std::string all = d.record ? bench::candidatesJson(*d.record).dump() : "[]";
         std::printf("{\"impl\": \"tessera_roast_mm_fwd\", \"mapping\": \"%s\", \"B\": %lld, \"K\": %lld, "
                     "\"N\": %lld, \"mem_size\": %lld, \"ms\": %.4f, \"tflops\": %.2f, \"config\": \"%s\", "
-                    "\"device\": \"%s\", \"configs\": [%s]}\n",
+                    "\"rel_err\": %.3g, \"device\": \"%s\", \"configs\": %s}\n",
                     aligned ? "aligned" : "rzlinear", (long long)Bn, (long long)K, (long long)N,
-                    (long long)memSize, best, 2.0 * Bn * K * N / (best * 1e9), bestCfg.c_str(),
+                    (long long)memSize, best, 2.0 * Bn * K * N / (best * 1e9), bestCfg.c_str(), rel,
                     ctx.deviceName().c_str(), all.c_str());
         std::fflush(stdout);
       }
