@@ -50,7 +50,8 @@ def main():
     write_results(args.out, "roast_mm_fwd", args.commit,
                   ("ROAST-MM forward (kernels_dsl/roast/roast_mm.tile), f32 on tf32 tensor cores, "
                   "memory = K*N/10, RzLinear's mapping and the aligned one (offsets rounded down "
-                  "to 4 elements: 16-byte copies, warp-specialized). Peer: the dense tf32 matmul "
+                  "to 4 elements: 16-byte copies, warp-specialized); each shape's config picked by TunedKernel over "
+                  "the kernel's @autotune space, tuned afresh. Peer: the dense tf32 matmul "
                   "of the same shape through cuBLAS. Ratios are peer_ms / tessera_ms. Issue 5's "
                   "target for this shape: >= 0.85x."),
                   rows)
