@@ -227,40 +227,59 @@ void compileAll(const TuneTask &task, const std::vector<Config> &configs,
   }
 }
 
-/// Puts `reset` and `restore` buffers in their starting state before every
-/// launch (on ctx.stream()), and gives both back their contents at the end,
-/// so that the caller's own launch after tuning sees what it would have seen.
+/// The buffers tuning writes to, and what it must do with them: `reset`
+/// buffers are zeroed and `restore` buffers put back to their starting
+/// contents before every launch; outputs that ask for it are poisoned before
+/// a candidate's checked run, so that what an earlier candidate wrote cannot stand in for
+/// what this one failed to write. At the end every one of them gets its
+/// contents back, so that the caller's own launch after tuning sees what it
+/// would have seen. All on ctx.stream().
 class Preparer {
 public:
   Preparer(Context &ctx, const TuneTask &task) : ctx_(ctx), task_(task) {
-    for (const auto *list : {&task.reset, &task.restore})
-      for (DeviceMemory *m : *list) {
-        saved_.emplace_back(ctx, m->size());
-        saved_.back().copyFrom(*m, m->size());
-      }
+    for (DeviceMemory *m : task.reset)
+      save(m);
+    for (DeviceMemory *m : task.restore)
+      save(m);
+    for (const TuneTask::Output &o : task.outputs)
+      save(o.buffer);
   }
+  /// Before every launch.
   void operator()() {
     for (DeviceMemory *m : task_.reset)
       m->memset(0, ctx_.stream());
-    for (size_t i = 0; i < task_.restore.size(); ++i) {
-      const DeviceMemory &start = saved_[task_.reset.size() + i];
-      task_.restore[i]->copyFrom(start, start.size(), 0, 0, ctx_.stream());
-    }
+    for (DeviceMemory *m : task_.restore)
+      m->copyFrom(*savedOf(m), m->size(), 0, 0, ctx_.stream());
   }
-  /// Every reset and restore buffer as it was before tuning.
+  /// Before a checked run (then operator()): all bytes 0xFF (NaN for floats).
+  void poisonOutputs() {
+    for (const TuneTask::Output &o : task_.outputs)
+      if (o.poison)
+        o.buffer->memset(0xFF, ctx_.stream());
+  }
+  /// Every buffer as it was before tuning.
   void giveBack() {
-    size_t k = 0;
-    for (const auto *list : {&task_.reset, &task_.restore})
-      for (DeviceMemory *m : *list) {
-        m->copyFrom(saved_[k], saved_[k].size(), 0, 0, ctx_.stream());
-        ++k;
-      }
+    for (auto &[m, start] : saved_)
+      m->copyFrom(start, start.size(), 0, 0, ctx_.stream());
   }
 
 private:
+  void save(DeviceMemory *m) {
+    if (savedOf(m))
+      return; // an output that is also reset or restored
+    saved_.emplace_back(m, DeviceMemory(ctx_, m->size()));
+    saved_.back().second.copyFrom(*m, m->size());
+  }
+  const DeviceMemory *savedOf(const DeviceMemory *m) const {
+    for (const auto &[buffer, start] : saved_)
+      if (buffer == m)
+        return &start;
+    return nullptr;
+  }
+
   Context &ctx_;
   const TuneTask &task_;
-  std::vector<DeviceMemory> saved_;
+  std::vector<std::pair<DeviceMemory *, DeviceMemory>> saved_;
 };
 
 /// Runs the candidate once; "" when its outputs match `reference` (which the
@@ -268,6 +287,7 @@ private:
 std::string runAndCheck(Context &ctx, const TuneTask &task, Preparer &prepare, Kernel &kernel,
                         const Config &config, std::vector<std::vector<double>> &reference) {
   try {
+    prepare.poisonOutputs();
     prepare();
     task.launch(kernel, config);
     ctx.synchronize();

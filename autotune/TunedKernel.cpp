@@ -250,7 +250,9 @@ struct TunedKernel::State {
     };
     for (size_t i = 0; i < signature.params.size(); ++i)
       if (signature.params[i].written && !buffers.empty() && buffers[i])
-        task.outputs.push_back({buffers[i], signature.params[i].type.scalar});
+        task.outputs.push_back({const_cast<DeviceMemory *>(buffers[i]), // the kernel writes it
+                                signature.params[i].type.scalar,
+                                /*poison=*/!signature.params[i].read});
     task.tolerance = tuning.tolerance;
     for (int i : resetArguments)
       task.reset.push_back(buffer(i, "reset"));

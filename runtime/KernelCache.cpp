@@ -70,7 +70,7 @@ uint64_t getU64(const char *p) {
 json signatureToJson(const KernelSignature &sig) {
   json params = json::array();
   for (const KernelParam &p : sig.params)
-    params.push_back({{"name", p.name}, {"type", p.type.str()}, {"written", p.written}});
+    params.push_back({{"name", p.name}, {"type", p.type.str()}, {"written", p.written}, {"read", p.read}});
   json constexprs = json::object();
   for (const auto &[name, value] : sig.constexprs)
     constexprs[name] = constexprToString(value);
@@ -90,6 +90,7 @@ KernelSignature signatureFromJson(const json &j) {
       throw std::runtime_error("unknown parameter type '" + type + "'");
     param.type = *t;
     param.written = p.value("written", false);
+    param.read = p.value("read", false);
     sig.params.push_back(std::move(param));
   }
   const json &cs = j.at("constexprs");

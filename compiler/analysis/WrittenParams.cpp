@@ -97,15 +97,24 @@ private:
   bool giveUp_ = false;
 };
 
-} // namespace
-
-std::vector<bool> writtenPointerArguments(func::FuncOp kernel) {
+/// The arguments the addresses (operand 0) of the ops of types `Ops` derive from.
+template <class... Ops> std::vector<bool> addressArguments(func::FuncOp kernel) {
   AddressWalk walk(kernel);
   kernel.walk([&](Operation *op) {
-    if (isa<tile::StoreOp, tile::AtomicRMWOp, tile::AtomicCASOp>(op))
+    if (isa<Ops...>(op))
       walk.from(op->getOperand(0));
   });
   return walk.result(kernel);
+}
+
+} // namespace
+
+std::vector<bool> writtenPointerArguments(func::FuncOp kernel) {
+  return addressArguments<tile::StoreOp, tile::AtomicRMWOp, tile::AtomicCASOp>(kernel);
+}
+
+std::vector<bool> readPointerArguments(func::FuncOp kernel) {
+  return addressArguments<tile::LoadOp, tile::AtomicRMWOp, tile::AtomicCASOp>(kernel);
 }
 
 } // namespace tessera::analysis

@@ -1,7 +1,9 @@
-// Which pointer parameters a kernel may write through: those a store or an
-// atomic's address is computed from. The autotuner compares these buffers
-// between candidates (and only these: a big read-only input is not copied
-// back to the host for every config).
+// Which pointer parameters a kernel may write through (those a store's or an
+// atomic's address is computed from) and read through (a load's or an
+// atomic's). The autotuner compares the written buffers between candidates
+// (and only these: a big read-only input is not copied back to the host for
+// every config), and poisons the ones the kernel only writes before checking
+// a candidate.
 #ifndef TESSERA_ANALYSIS_WRITTENPARAMS_H
 #define TESSERA_ANALYSIS_WRITTENPARAMS_H
 
@@ -16,6 +18,8 @@ namespace tessera::analysis {
 /// derive from. Conservative: when the address flows through something the
 /// walk does not follow, every pointer argument is flagged.
 std::vector<bool> writtenPointerArguments(mlir::func::FuncOp kernel);
+/// The same for tile.load, tile.atomic_rmw and tile.atomic_cas addresses.
+std::vector<bool> readPointerArguments(mlir::func::FuncOp kernel);
 
 } // namespace tessera::analysis
 

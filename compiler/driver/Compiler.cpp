@@ -32,15 +32,19 @@ static bool isKernel(const fe::FunctionDef &fn) {
   return false;
 }
 
-// Flags the parameters a store or atomic address derives from. The kernel's
+// Flags the parameters a store's or atomic's address derives from, and a
+// load's or atomic's. The kernel's
 // function arguments are its runtime parameters, in order.
 static void markWrittenParams(ModuleOp module, KernelSignature &sig) {
   auto fn = module.lookupSymbol<func::FuncOp>(sig.name);
   if (!fn || fn.getNumArguments() != sig.params.size())
     return;
   std::vector<bool> written = analysis::writtenPointerArguments(fn);
-  for (size_t i = 0; i < sig.params.size(); ++i)
+  std::vector<bool> read = analysis::readPointerArguments(fn);
+  for (size_t i = 0; i < sig.params.size(); ++i) {
     sig.params[i].written = written[i];
+    sig.params[i].read = read[i];
+  }
 }
 
 // Maps an MLIR location back to a front-end location for diagnostics.

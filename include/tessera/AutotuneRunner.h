@@ -41,10 +41,17 @@ struct TuneTask {
   std::function<std::string(Kernel &, const Config &)> afterCompile;
   /// Queues one launch of the kernel compiled for `config` on ctx.stream().
   std::function<void(Kernel &, const Config &)> launch;
-  /// A buffer the kernel writes, compared between candidates.
+  /// A buffer the kernel writes, compared between candidates; it gets its
+  /// contents back when tuning ends.
   struct Output {
-    const DeviceMemory *buffer = nullptr;
+    DeviceMemory *buffer = nullptr;
     ScalarType type = ScalarType::f32;
+    /// Fill it with 0xFF bytes (NaN for floats) before each candidate's
+    /// checked run, so that elements a candidate fails to write differ from
+    /// the reference instead of showing what an earlier candidate wrote. For
+    /// buffers the kernel only writes: one it also reads (an accumulator)
+    /// must be declared reset or restore instead.
+    bool poison = false;
   };
   std::vector<Output> outputs;
   /// Largest max|x - ref| / max|ref| allowed against the reference candidate

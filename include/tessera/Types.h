@@ -51,6 +51,8 @@ struct KernelParam {
   /// A pointer the kernel may store through (a store's or an atomic's address
   /// derives from it): what the autotuner compares between candidates.
   bool written = false;
+  /// A pointer the kernel may load through (a load's or an atomic's address).
+  bool read = false;
 };
 
 /// A fact about the value of an integer (i32/i64) kernel argument that a

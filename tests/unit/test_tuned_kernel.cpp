@@ -87,11 +87,13 @@ TEST_CASE_METHOD(StepFixture, "tuned kernel: tunes once per bucket, reset and re
           "[autotune][tuned]") {
   TunedKernel k(ctx, path, "step", stepSpace(), {}, {}, quick(cache));
 
-  // The front end's analysis: Y and P are written, X is not.
+  // The front end's analysis: Y and P are written, X is not; all three are read.
   REQUIRE(k.signature().params.size() == 4);
   CHECK_FALSE(k.signature().params[0].written);
   CHECK(k.signature().params[1].written);
   CHECK(k.signature().params[2].written);
+  for (int i : {0, 1, 2})
+    CHECK(k.signature().params[size_t(i)].read);
 
   const int n = 1000;
   Data d(n, 7);
@@ -304,4 +306,35 @@ TEST_CASE("GPU: tuned tf32 matmul through TunedKernel, then a cache hit without 
   CHECK(again.stats().tunings == 0);
   CHECK(again.stats().timedRuns == 0);
   CHECK(KernelCache::global().stats().builds == before.builds);
+}
+
+TEST_CASE("tuned kernel: a candidate that leaves outputs unwritten is wrong, whatever an earlier "
+          "candidate left there",
+          "[autotune][tuned]") {
+  // One program copies the first BLOCK elements: BLOCK=256 leaves 744 of 1000 unwritten.
+  const char *partial = R"SRC(@kernel
+def head_copy(X: *f32, Y: *f32, n: i32, BLOCK: constexpr = 1024):
+    offs = arange(0, BLOCK)
+    store(Y + offs, load(X + offs, mask=offs < n), mask=offs < n)
+)SRC";
+  TempDir dir("tessera-tuned");
+  std::string path = dir.path + "/head_copy.tile";
+  writeFile(path, partial);
+  Context ctx{createInterpreterBackend()};
+  TuningCache cache(dir.path + "/tuning");
+  ConfigSpace space;
+  space.add(Config{}.set("BLOCK", int64_t(1024))).add(Config{}.set("BLOCK", int64_t(256)));
+  TunedKernel k(ctx, path, "head_copy", space, {}, {}, quick(cache));
+  CHECK(k.signature().params[1].written);
+  CHECK_FALSE(k.signature().params[1].read); // so it is poisoned before each checked run
+  const int n = 1000;
+  Data d(n, 5);
+  auto x = ctx.upload(d.x), y = ctx.upload(d.y);
+  k.configFor([](const Config &) { return Grid::of(1); }, x, y, int32_t(n));
+  TuningDecision dec = k.lastDecision();
+  REQUIRE(dec.record);
+  CHECK_FALSE(dec.record->candidates[0].skipped());
+  CHECK_THAT(dec.record->candidates[1].skipReason, Catch::StartsWith("wrong output:"));
+  // And the output is given back as it was.
+  CHECK(y.toHost() == d.y);
 }
