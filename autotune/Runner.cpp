@@ -133,12 +133,21 @@ struct CompileJobs {
     }
   }
 
+  bool abandoned(size_t i) {
+    std::lock_guard<std::mutex> lock(mutex);
+    return state[i] == State::Abandoned;
+  }
+
   std::string run(size_t i, std::optional<Kernel> &kernel) {
     try {
       if (admit)
         if (std::string why = admit(configs[i]); !why.empty())
           return why;
+      if (abandoned(i))
+        return "";
       kernel = compile(configs[i]);
+      if (abandoned(i))
+        return ""; // tune() may have returned: the task's captures may be gone
       if (afterCompile)
         if (std::string why = afterCompile(*kernel, configs[i]); !why.empty())
           return kernel.reset(), why;

@@ -76,8 +76,11 @@ struct TuneOptions {
   /// Threads compiling candidates; 0: the hardware's.
   unsigned compileThreads = 0;
   /// A config whose compile (admit, compile, afterCompile) takes longer is
-  /// skipped ("compile timeout"); its thread is left to finish in the
-  /// background and its result is dropped. 0: no limit.
+  /// skipped ("compile timeout"); its thread is left to finish the call it is
+  /// in, in the background, and its result is dropped; it calls nothing of
+  /// the task after that. That call's captures must outlive it (what
+  /// TunedKernel's compile captures lives as long as the TunedKernel). 0: no
+  /// limit.
   double compileTimeoutSeconds = 0;
   /// Wall-clock cap on the whole tuning, compiles included: once spent, the
   /// candidates not yet timed are skipped ("over the tuning budget"), except
