@@ -11,7 +11,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <functional>
 #include <chrono>
 #include <random>
 #include <sstream>
@@ -268,4 +270,58 @@ def cast(X: *f32, Y: *DT, n: i32, BLOCK: constexpr = 64, SCALE: constexpr = 2.0,
     // 2.0078125 * x differs from 2 * x by 0.4%: visible in bf16 and f16, so wrong.
     CHECK_THAT(r.candidates[2].skipReason, Catch::StartsWith("wrong output:"));
   }
+}
+
+TEST_CASE("autotune runner: a compile past the timeout is skipped, the others are tuned",
+          "[autotune][runner]") {
+  Fixture f;
+  ConfigSpace space;
+  space.add(block(64)).add(block(128)).add(block(256));
+  TuneTask task = f.task();
+  std::function<Kernel(const Config &)> compile = task.compile;
+  task.compile = [compile](const Config &c) {
+    if (std::get<int64_t>(c.constexprs.at("BLOCK")) == 128) {
+      // Touches nothing after the sleep: tune() has returned by then.
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+      throw Error("too late");
+    }
+    return compile(c);
+  };
+  TuneOptions o = quick();
+  o.compileTimeoutSeconds = 0.3;
+  auto t0 = std::chrono::steady_clock::now();
+  TuningRecord r = tune(f.ctx, space, task, o);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  REQUIRE(r.candidates.size() == 3);
+  CHECK_THAT(r.candidates[1].skipReason, Catch::StartsWith("compile timeout:"));
+  CHECK_FALSE(r.candidates[0].skipped());
+  CHECK_FALSE(r.candidates[2].skipped());
+  CHECK(seconds < 1.4); // did not wait for the slow compile
+  std::this_thread::sleep_for(std::chrono::milliseconds(1300)); // let it finish before exit
+}
+
+TEST_CASE("autotune runner: a spent budget skips the rest, but one candidate is always timed",
+          "[autotune][runner]") {
+  Fixture f;
+  ConfigSpace space;
+  space.add(block(64)).add(block(128)).add(block(256)).add(block(512));
+  TuneOptions o = quick();
+  o.compileThreads = 1;
+  o.budgetSeconds = 1e-9;
+  std::vector<std::string> phases;
+  o.progress = [&](const char *phase, size_t done, size_t total) {
+    if (done == total)
+      phases.push_back(phase);
+  };
+  TuningRecord r = tune(f.ctx, space, f.task(), o);
+  int timed = 0, over = 0;
+  for (const CandidateResult &c : r.candidates) {
+    timed += !c.skipped();
+    over += c.skipReason == "over the tuning budget";
+  }
+  CHECK(timed == 1);
+  CHECK(over == 3);
+  CHECK_FALSE(r.bestCandidate()->skipped());
+  CHECK(std::find(phases.begin(), phases.end(), "compile") != phases.end());
+  CHECK(std::find(phases.begin(), phases.end(), "time") != phases.end());
 }
