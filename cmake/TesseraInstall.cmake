@@ -3,6 +3,7 @@
 #   PREFIX/lib/libtessera.so*        LLVM, MLIR and Tessera in one library
 #   PREFIX/include/tessera/*.h       the public API, nothing else
 #   PREFIX/bin/tessera, tessera-opt  the CLI and the pass driver
+#   PREFIX/share/tessera/kernels_dsl the kernels the layer APIs compile (KernelLibrary.h)
 #   PREFIX/lib/cmake/Tessera/        find_package(Tessera) -> Tessera::tessera
 # LLVM and MLIR are linked into libtessera.so and hidden, so the package needs
 # neither: the exported target carries only the library and its include root.
@@ -15,6 +16,9 @@ install(TARGETS tessera EXPORT TesseraTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY ${TESSERA_SOURCE_DIR}/include/tessera
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
+# The kernel sources the layer APIs compile at run time (KernelLibrary.h).
+install(DIRECTORY ${TESSERA_SOURCE_DIR}/kernels_dsl DESTINATION ${CMAKE_INSTALL_DATADIR}/tessera
+  FILES_MATCHING PATTERN "*.tile")
 install(TARGETS tessera-cli tessera-opt RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 install(EXPORT TesseraTargets NAMESPACE Tessera::

@@ -11,7 +11,8 @@
   - autotune/ includes only public headers, its own headers and the runtime's
     SHA-256 and file helpers (runtime/Sha256.h, FileUtil.h), never MLIR, LLVM or the compiler's internals;
   - no function in compiler/, runtime/ or autotune/ is longer than 200 lines
-    (tests/function_lengths.py).
+    (tests/function_lengths.py);
+  - the layer APIs in kernels_dsl/ include only public headers and their own.
 
 Prints each violation as file:line: message and exits 1 if there is any.
 """
@@ -98,6 +99,15 @@ def main():
             if kind == '<' and inc.startswith(('mlir/', 'llvm/')):
                 bad(p, ln, f'autotune/ includes <{inc}> (no MLIR/LLVM: it builds with exceptions)')
 
+    # The layer APIs (kernels_dsl/*/) are users of the public API, nothing more.
+    layer_headers = {os.path.basename(p) for p in files_under('kernels_dsl') if p.endswith('.h')}
+    for p in files_under('kernels_dsl'):
+        for ln, kind, inc in includes(p):
+            if kind == '"' and not (inc.startswith('tessera/') or inc in layer_headers):
+                bad(p, ln, f'kernels_dsl/ includes "{inc}" (public headers and its own only)')
+            if kind == '<' and inc.startswith(('mlir/', 'llvm/')):
+                bad(p, ln, f'kernels_dsl/ includes <{inc}> (the layer APIs use the public API only)')
+
     # Targets are Target values in the lowering, never strings.
     for p in files_under('compiler/lowering', 'compiler/analysis', 'compiler/transforms'):
         with open(p, encoding='utf-8') as f:
@@ -123,7 +133,7 @@ def main():
 
     # Function lengths.
     r = subprocess.run([sys.executable, os.path.join(ROOT, 'tests', 'function_lengths.py'),
-                        '--max', '200', 'compiler', 'runtime', 'autotune'],
+                        '--max', '200', 'compiler', 'runtime', 'autotune', 'kernels_dsl'],
                        capture_output=True, text=True, cwd=ROOT)
     if r.returncode != 0:
         problems.extend(l for l in r.stdout.splitlines() if l.strip())
