@@ -5,7 +5,10 @@
 // candidate's tuning time or skip reason. bench/peers.py runs it next to
 // torch/cuBLAS in the same session.
 //
-//   matmul_bench DT M N K [DT M N K ...]     DT in f32, f16, bf16, i8
+//   matmul_bench [--iters N] [--also DT:M:N:K=CONFIG ...] DT M N K [DT M N K ...]
+//     DT in f32, f16, bf16, i8. Each time is the median of 5 means of N
+//     back-to-back launches (default 3). --also times CONFIG too at that shape
+//     (a hand-picked config, say), the same way, in the same process.
 #include "BenchTiming.h"
 #include "TuningReport.h"
 #include "support/Reference.h"
@@ -75,8 +78,22 @@ void fillRandom(std::vector<uint8_t> &h, const std::string &dt, std::mt19937 &rn
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc < 5 || (argc - 1) % 4 != 0) {
-    std::cerr << "usage: matmul_bench DT M N K [DT M N K ...]\n"
+  int iters = 3;
+  std::map<std::string, std::string> also; // "DT:M:N:K" -> config text
+  int first = 1;
+  for (; first + 1 < argc && std::strncmp(argv[first], "--", 2) == 0; first += 2) {
+    std::string flag = argv[first], value = argv[first + 1];
+    if (flag == "--iters") {
+      iters = std::max(1, std::atoi(value.c_str()));
+    } else if (flag == "--also" && value.find('=') != std::string::npos) {
+      also[value.substr(0, value.find('='))] = value.substr(value.find('=') + 1);
+    } else {
+      std::cerr << "matmul_bench: bad option " << flag << " " << value << "\n";
+      return 2;
+    }
+  }
+  if (argc - first < 4 || (argc - first) % 4 != 0) {
+    std::cerr << "usage: matmul_bench [--iters N] [--also DT:M:N:K=CONFIG ...] DT M N K [DT M N K ...]\n"
                  "  env TESSERA_MATMUL_FILE: kernel file (default kernels_dsl/basics/matmul.tile)\n"
                  "  env MATMUL_ARCH=sm_NN: compile for that target instead of the device's\n"
                  "  env MATMUL_WS=0: no warp specialization (every warp copies and multiplies)\n"
@@ -91,7 +108,7 @@ int main(int argc, char **argv) {
   try {
     Context ctx;
     std::mt19937 rng(7);
-    for (int i = 1; i + 3 < argc; i += 4) {
+    for (int i = first; i + 3 < argc; i += 4) {
       std::string dt = argv[i];
       int64_t M = std::stoll(argv[i + 1]), N = std::stoll(argv[i + 2]), K = std::stoll(argv[i + 3]);
       bool isInt = dt == "i8";
@@ -132,10 +149,10 @@ int main(int argc, char **argv) {
       const char *reuse = std::getenv("MATMUL_REUSE_TUNING");
       tuning.retune = !(reuse && std::string(reuse) == "1");
       tuning.tolerance = 1e-2;
-      // Candidates are timed the way the result below is (the mean of 3
-      // back-to-back launches, L2 warm), so the winner is the fastest by the
+      // Candidates are timed the way the result below is (the mean of
+      // `iters` back-to-back launches, L2 warm), so the winner is the fastest by the
       // measure that is reported.
-      tuning.tuning.timing.iterations = 3;
+      tuning.tuning.timing.iterations = iters;
       tuning.tuning.timing.flushL2 = false;
       std::map<std::string, ConstexprValue> cx = {
           {"DT", *parseDType(dt)}, {"ACC", *parseDType(isInt ? "i32" : "f32")}, {"OUT", *parseDType(out)}};
@@ -173,14 +190,41 @@ int main(int argc, char **argv) {
       if (!(rel <= 1e-2))
         std::cerr << "matmul_bench: WRONG RESULT " << dt << " " << M << "x" << N << "x" << K << " "
                   << d.config.str() << ": relative error " << rel << "\n";
-      double ms = timeMs(ctx, [&] { mm.launchWithArgs(ctx.stream(), grid, args); }, 3);
+      double ms = timeMs(ctx, [&] { mm.launchWithArgs(ctx.stream(), grid, args); }, iters);
+      std::string alsoJson;
+      std::string shapeKey = dt + ":" + argv[i + 1] + ":" + argv[i + 2] + ":" + argv[i + 3];
+      if (auto it = also.find(shapeKey); it != also.end()) {
+        // The other config, compiled and timed exactly as the tuned one.
+        std::string perr;
+        auto cfg = tessera::Config::parse(it->second, &perr);
+        if (!cfg) {
+          std::cerr << "matmul_bench: --also " << shapeKey << ": " << perr << " (not timed)\n";
+          also.erase(it);
+        }
+      }
+      if (auto it = also.find(shapeKey); it != also.end()) {
+        auto cfg = tessera::Config::parse(it->second);
+        auto cx2 = cx;
+        JitOptions o2 = o;
+        cfg->applyTo(o2, cx2);
+        Kernel other = compile(ctx, file, "matmul", cx2, o2);
+        Grid g = grid(*cfg);
+        other.launchWithArgs(ctx.stream(), g, args);
+        // Interleaved, each kept at its best of two: tuned, other, tuned, other.
+        auto timeOther = [&] { return timeMs(ctx, [&] { other.launchWithArgs(ctx.stream(), g, args); }, iters); };
+        double otherMs = timeOther();
+        ms = std::min(ms, timeMs(ctx, [&] { mm.launchWithArgs(ctx.stream(), grid, args); }, iters));
+        otherMs = std::min(otherMs, timeOther());
+        alsoJson = ", \"also_config\": \"" + cfg->str() + "\", \"also_ms\": " + std::to_string(otherMs);
+      }
       std::string all = d.record ? bench::candidatesJson(*d.record).dump() : "[]";
       double tflops = 2.0 * double(M) * double(N) * double(K) / (ms * 1e9);
       std::printf("{\"impl\": \"tessera\", \"dtype\": \"%s\", \"M\": %lld, \"N\": %lld, \"K\": %lld, \"ms\": %.4f, "
                   "\"tflops\": %.2f, \"rel_err\": %.3g, \"config\": \"%s\", \"tuning\": \"%s\", \"device\": \"%s\", "
-                  "\"configs\": %s}\n",
+                  "\"iters\": %d%s, \"configs\": %s}\n",
                   dt.c_str(), (long long)M, (long long)N, (long long)K, ms, tflops, rel,
-                  d.config.str().c_str(), d.source.c_str(), ctx.deviceName().c_str(), all.c_str());
+                  d.config.str().c_str(), d.source.c_str(), ctx.deviceName().c_str(), iters,
+                  alsoJson.c_str(), all.c_str());
       std::fflush(stdout);
     }
   } catch (const std::exception &e) {
