@@ -143,8 +143,10 @@ def main():
                   "config that tuned correctly timed again (median of 30, L2 flushed) in one pass "
                   "per shape. Tuned matmul: bench/matmul_bench.cpp through TunedKernel (tuned "
                   "afresh, candidates timed as the result is), the mean of %d back-to-back launches "
-                  "(median of 5), as the cuBLAS peer is timed (mean of %d, median of 7); cuBLAS "
-                  "before and after, the faster kept. The hand-picked ratios of "
+                  "(median of 5), as the cuBLAS peer is timed (mean of %d, median of 7), in %d "
+                  "rounds of (cuBLAS, Tessera) so that each ratio is taken at one moment of the "
+                  "GPU's clocks; the first round tunes afresh, the others reuse its tuning; each "
+                  "ratio is the median over the rounds. The hand-picked ratios of "
                   "bench/results/matmul.json were measured with means of 3 launches; the same "
                   "hand-picked configs are also timed in this run, the same way as the tuned ones "
                   "and interleaved with them (hand_picked_same_run_*)." % (ITERS, ITERS, ROUNDS),
