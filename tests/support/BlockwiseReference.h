@@ -57,8 +57,10 @@ inline void quantizeBlockwiseRef(const std::vector<float> &x, int blocksize,
 /// One element-wise 8-bit AdamW step in fp64 over a tensor (blocks of 256):
 /// dequantize the old state, the specified update, the new block absmax,
 /// requantize (with the sign fix for m). Inputs are updated in place.
+/// The hyper-parameters as the optimizer holds them: floats (0.999f is not 0.999).
 struct AdamRef {
-  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, wd = 1e-2;
+  double lr = double(1e-3f), beta1 = double(0.9f), beta2 = double(0.999f), eps = double(1e-8f),
+         wd = double(1e-2f);
 };
 
 inline void adam8bitStepRef(const AdamRef &h, int64_t t, const std::vector<float> &code1,
