@@ -33,15 +33,15 @@ void checkTensor(const ParamGrad &t, size_t i, std::set<DeviceAddress> &seen) {
     if (s != ScalarType::f32 && s != ScalarType::f16 && s != ScalarType::bf16)
       throw Error(which + "element type " + DType{s, 0}.str() +
                   " is not supported (f32, f16 or bf16)");
-  if (t.param->size() < t.count * elementBytes(t.paramType))
-    throw Error(which + "the parameter buffer holds " + std::to_string(t.param->size()) +
+  if (t.paramBytes < t.count * elementBytes(t.paramType))
+    throw Error(which + "the parameter buffer holds " + std::to_string(t.paramBytes) +
                 " bytes, " + std::to_string(t.count) + " elements need " +
                 std::to_string(t.count * elementBytes(t.paramType)));
-  if (t.grad->size() < t.count * elementBytes(t.gradType))
-    throw Error(which + "the gradient buffer holds " + std::to_string(t.grad->size()) +
+  if (t.gradBytes < t.count * elementBytes(t.gradType))
+    throw Error(which + "the gradient buffer holds " + std::to_string(t.gradBytes) +
                 " bytes, " + std::to_string(t.count) + " elements need " +
                 std::to_string(t.count * elementBytes(t.gradType)));
-  if (!seen.insert(t.param->address()).second)
+  if (!seen.insert(t.param).second)
     throw Error(which + "its parameter buffer is already in the list");
 }
 
@@ -78,8 +78,8 @@ void buildTables(const Context &ctx, const std::vector<TensorSlot> &tensors, Lau
   size_t v = 0;
   for (size_t k = 0; k < g.tensors.size(); ++k) {
     const TensorSlot &s = tensors[g.tensors[k]];
-    params.push_back(int64_t(s.tensor.param->address()));
-    grads.push_back(int64_t(s.tensor.grad->address()));
+    params.push_back(int64_t(s.tensor.param));
+    grads.push_back(int64_t(s.tensor.grad));
     vstart.push_back(int32_t(v));
     qstart.push_back(int32_t(s.offset));
     count.push_back(int32_t(s.tensor.count));

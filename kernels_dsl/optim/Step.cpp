@@ -79,11 +79,13 @@ void chooseConfigOnScratch(const AdamW8bit::State &s, LaunchGroup &g,
   std::vector<DeviceMemory> params;
   std::vector<int64_t> addresses;
   for (size_t i : g.tensors) {
-    const DeviceMemory &p = *s.tensors[i].tensor.param;
-    params.emplace_back(ctx, p.size());
-    params.back().copyFrom(p, p.size());
+    const ParamGrad &t = s.tensors[i].tensor;
+    params.emplace_back(ctx, t.paramBytes);
+    ctx.backend().copyDeviceToDevice(params.back().address(), t.param, t.paramBytes,
+                                     ctx.stream().handle());
     addresses.push_back(int64_t(params.back().address()));
   }
+  ctx.synchronize();
   DeviceBuffer<int64_t> table = ctx.upload(addresses);
   StateBuffers b;
   b.m8 = copyOf(ctx, s.buffers.m8), b.v8 = copyOf(ctx, s.buffers.v8);

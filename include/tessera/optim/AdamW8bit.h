@@ -13,7 +13,7 @@
 // keep f32 states. A step is one launch for all the 8-bit tensors and one for
 // all the small ones (per parameter/gradient type pair). Parameters and
 // gradients may be f32, f16 or bf16; the optimizer holds their addresses, so
-// the buffers must outlive it and keep their size.
+// the allocations must outlive it.
 #ifndef TESSERA_OPTIM_ADAMW8BIT_H
 #define TESSERA_OPTIM_ADAMW8BIT_H
 
@@ -29,18 +29,20 @@
 
 namespace tessera::optim {
 
-/// One parameter tensor and its gradient (same element count).
+/// One parameter tensor and its gradient (same element count), by address:
+/// the allocations must outlive the optimizer (moving a DeviceBuffer object
+/// is fine, freeing or resizing it is not).
 struct ParamGrad {
-  const DeviceMemory *param = nullptr;
-  const DeviceMemory *grad = nullptr;
+  DeviceAddress param = 0, grad = 0;
+  size_t paramBytes = 0, gradBytes = 0;  ///< the buffers' sizes, for the checks
   size_t count = 0;
   ScalarType paramType = ScalarType::f32;
   ScalarType gradType = ScalarType::f32;
 
   template <class P, class G>
   static ParamGrad of(const DeviceBuffer<P> &param, const DeviceBuffer<G> &grad) {
-    return ParamGrad{&param.memory(), &grad.memory(), param.size(), ScalarTypeOf<P>::value,
-                     ScalarTypeOf<G>::value};
+    return ParamGrad{param.address(), grad.address(), param.bytes(), grad.bytes(), param.size(),
+                     ScalarTypeOf<P>::value, ScalarTypeOf<G>::value};
   }
 };
 
