@@ -478,3 +478,21 @@ TEST_CASE("optim: Adam8bit has no weight decay by default", "[optim]") {
   INFO("max relative error " << worst);
   CHECK(worst < 1e-6);
 }
+
+TEST_CASE("optim: moving the buffers' objects keeps the optimizer's tensors", "[optim]") {
+  Context ctx{createInterpreterBackend()};
+  Seeded rng;
+  INFO("seed " << rng.seed);
+  std::vector<float> hp = rng.uniform(5000);
+  std::vector<DeviceBuffer<float>> held;
+  held.push_back(ctx.upload(hp));
+  held.push_back(ctx.upload(rng.uniform(5000, -0.1f, 0.1f)));
+  AdamW8bit opt(ctx, {ParamGrad::of(held[0], held[1])}, {}, firstConfig());
+  held.reserve(64);  // moves the DeviceBuffer objects; the allocations stay
+  opt.step(ctx.stream());
+  std::vector<float> got = held[0].toHost();
+  size_t moved = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    moved += got[i] != hp[i];
+  CHECK(moved > got.size() / 2);
+}
