@@ -22,7 +22,7 @@ struct Embedding::State {
 
   TunedKernel &kernel(std::unique_ptr<TunedKernel> &k, const char *name) {
     if (!k)
-      k = detail::layerKernel(mem->context(), "roast/roast_lookup.tile", name, {{"SIGN", sign}},
+      k = detail::layerKernel(mem->context(), "roast/roast_lookup.tile", name, {{"SIGN", sign}}, {},
                               [](const Config &) { return true; }, tuning);
     return *k;
   }

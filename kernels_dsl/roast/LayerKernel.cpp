@@ -9,11 +9,14 @@ namespace tessera::roast::detail {
 std::unique_ptr<TunedKernel> layerKernel(Context &ctx, const std::string &file,
                                          const std::string &kernel,
                                          const std::map<std::string, ConstexprValue> &constexprs,
+                                         const std::map<std::string, ConstexprValue> &probe,
                                          const std::function<bool(const Config &)> &fits,
                                          const TunedKernelOptions &tuning) {
   std::string path = kernelLibraryPath(file);
   CompileOptions front;
   front.constexprs = constexprs;
+  for (const auto &[name, value] : probe)
+    front.constexprs[name] = value;
   CompileResult r = compileFile(path, kernel, front);
   auto it = r.configSpaces.find(kernel);
   if (!r.ok || it == r.configSpaces.end())
@@ -27,7 +30,8 @@ std::unique_ptr<TunedKernel> layerKernel(Context &ctx, const std::string &file,
   if (kept.empty())
     throw Error("roast: no config of " + kernel + " fits the layer's hash tile");
   space.configs = std::move(kept);
-  return std::make_unique<TunedKernel>(ctx, path, kernel, std::move(space), constexprs,
+  // Every config sets the probed names, so the probe only serves the front end.
+  return std::make_unique<TunedKernel>(ctx, path, kernel, std::move(space), front.constexprs,
                                        JitOptions{}, tuning);
 }
 

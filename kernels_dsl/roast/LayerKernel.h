@@ -16,10 +16,14 @@
 
 namespace tessera::roast::detail {
 
-/// `file` is relative to kernels_dsl/ ("roast/roast_mm.tile").
+/// `file` is relative to kernels_dsl/ ("roast/roast_mm.tile"). The space is
+/// read by a front-end compile with `probe` on top of `constexprs`: tile
+/// values that pass the kernel's static_asserts for this hash tile (its
+/// defaults may not).
 std::unique_ptr<TunedKernel> layerKernel(Context &ctx, const std::string &file,
                                          const std::string &kernel,
                                          const std::map<std::string, ConstexprValue> &constexprs,
+                                         const std::map<std::string, ConstexprValue> &probe,
                                          const std::function<bool(const Config &)> &fits,
                                          const TunedKernelOptions &tuning);
 

@@ -49,7 +49,8 @@ struct Linear::State {
   TunedKernel &kernel(std::unique_ptr<TunedKernel> &k, const char *file, const char *name,
                       bool kDivides, bool nDivides) {
     if (!k)
-      k = detail::layerKernel(mem->context(), file, name, constexprs(), fits(kDivides, nDivides),
+      k = detail::layerKernel(mem->context(), file, name, constexprs(),
+                              {{"BK", int64_t(16)}, {"BN", int64_t(16)}}, fits(kDivides, nDivides),
                               tuning);
     return *k;
   }

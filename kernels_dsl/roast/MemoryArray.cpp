@@ -19,7 +19,7 @@ std::vector<float> uniformInit(int64_t size, float C, uint64_t seed) {
   if (!std::isfinite(C) || !(C > 0))
     throw Error("roast::MemoryArray: C must be finite and > 0, got " + std::to_string(C));
   std::mt19937_64 rng(seed);
-  std::vector<float> v(size_t(size));
+  std::vector<float> v(static_cast<size_t>(size));
   for (auto &x : v) {
     double u = double(rng() >> 40) / double(1 << 24); // 24 random bits: exact in f32
     x = float((2.0 * u - 1.0) / double(C));

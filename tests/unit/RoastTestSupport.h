@@ -103,7 +103,8 @@ struct Lookup {
       return 1.0;
     const __int128 P = 2038074743;
     __int128 x = __int128(r) * ((dim + Z - 1) / Z) + c / Z;
-    __int128 v = (x * RL[3] + x * x * RL[4] + RL[5]) % P;
+    // x*x*g1 can pass 2^127 for x near 2^48; (x*x mod P)*g1 cannot, and is the same mod P.
+    __int128 v = (x * RL[3] + (x * x % P) * RL[4] + RL[5]) % P;
     return double(2 * int(v % 2) - 1);
   }
 };

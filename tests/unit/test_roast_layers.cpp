@@ -50,14 +50,15 @@ TEST_CASE("roast Embedding: forward and backward match gather / scatter-add", "[
       Embedding emb(M, rows, dim, Z, LookupHash::fromValues(randomRL(s)), o);
       roastref::Lookup ref{rows, dim, Z, H, emb.hash().RL, sign, double(*o.lambda)};
       // Repeated rows (their gradients collide) and two rows out of range.
-      std::vector<int32_t> idx(size_t(T));
+      std::vector<int32_t> idx(static_cast<size_t>(T));
       for (auto &i : idx)
         i = s.range(0, int(rows) - 1);
       idx[1] = idx[0];
       idx[2] = -1;
       idx[3] = int32_t(rows);
       std::vector<float> mem = M.values().toHost(), dout = s.uniform(size_t(T * dim));
-      auto I = t.ctx->upload(idx), dOut = t.ctx->upload(dout);
+      auto I = t.ctx->upload(idx);
+      auto dOut = t.ctx->upload(dout);
       auto out = t.ctx->alloc<float>(size_t(T * dim));
       out.memsetBytes(0xFF);
       emb.forward(t.ctx->stream(), I, out, T);
@@ -275,7 +276,8 @@ TEST_CASE("roast errors: bad arguments are reported clearly", "[roast]") {
   CHECK(errorOf([&] { Embedding(M, 10, 8, 1001, LookupHash::fromSeed(1)); }) ==
         "roast::Embedding: the chunk (1001 elements) must fit in the memory array (1000 elements)");
   Embedding e(M, 10, 8, 4, LookupHash::fromSeed(1));
-  auto idx = ctx.upload(std::vector<int32_t>{1, 9}), out = ctx.alloc<float>(23);
+  auto idx = ctx.upload(std::vector<int32_t>{1, 9});
+  auto out = ctx.alloc<float>(23);
   CHECK(errorOf([&] { e.forward(ctx.stream(), idx, out, 3); }) ==
         "roast::Embedding::forward: indices holds 2 elements, needs 3");
   CHECK(errorOf([&] { e.forward(ctx.stream(), idx, out, 2); }) == "<no tessera::Error thrown>");

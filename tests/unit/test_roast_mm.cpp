@@ -8,6 +8,7 @@
 #include "TestSupport.h"
 #include "support/Reference.h"
 
+#include "tessera/KernelLibrary.h"
 #include "tessera/roast/Roast.h"
 #include "tessera/tessera.h"
 
@@ -49,7 +50,7 @@ TEST_CASE("roast Linear: the identity check gives the index map, both mappings",
       INFO(t.name << " mapping " << mappingName(m));
       const int64_t K = 40 + s.range(0, 20), N = 50 + s.range(0, 30), H = 1500 + s.range(0, 500);
       const float lam = 0.5f;
-      std::vector<float> mem(size_t(H));
+      std::vector<float> mem(static_cast<size_t>(H));
       for (int64_t i = 0; i < H; ++i)
         mem[size_t(i)] = float(i) / lam;
       MemoryArray M(*t.ctx, mem);
@@ -76,7 +77,7 @@ TEST_CASE("roast Linear: the identity check gives the index map, both mappings",
       CHECK(fc.indexOf(K - 1, N - 1) == idx.back());
 
       // dM for dY integer in [-4, 4]: lambda * dY[k, n] added at IDX[k, n].
-      std::vector<float> dy(size_t(K * N));
+      std::vector<float> dy(static_cast<size_t>(K * N));
       for (auto &v : dy)
         v = float(s.range(-4, 4));
       auto dY = t.ctx->upload(dy);
