@@ -198,4 +198,19 @@ const TileWaves &Linear::waves() const {
   return *s_->waves;
 }
 
+std::map<std::string, std::string> Linear::chosenConfigs() const {
+  std::map<std::string, std::string> out;
+  auto add = [&](const char *name, const std::unique_ptr<TunedKernel> &k) {
+    if (k && k->stats().launches > 0)
+      out[name] = k->lastDecision().config.str();
+  };
+  add("roast_mm_fwd", s_->fwd);
+  add("roast_mm_dx", s_->dx);
+  add("roast_mm_dm", s_->dm);
+  add("roast_mm_dm_wave", s_->dmWave);
+  return out;
+}
+
+size_t Linear::deviceBytes() const { return s_->R.bytes() + s_->waveTiles.bytes(); }
+
 } // namespace tessera::roast

@@ -24,6 +24,8 @@
 #include "tessera/roast/TileWaves.h"
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <memory>
 #include <optional>
 
@@ -74,6 +76,11 @@ public:
   int64_t indexOf(int64_t k, int64_t n) const;
   /// The deterministic schedule (built on first use).
   const TileWaves &waves() const;
+  /// Kernel name -> the config its last launch used ("BK=32,BM=128,...").
+  std::map<std::string, std::string> chosenConfigs() const;
+  /// Device bytes this layer owns (hash parameters, the wave schedule once
+  /// built); the shared memory array and the activations are not included.
+  size_t deviceBytes() const;
 
 private:
   struct State;
