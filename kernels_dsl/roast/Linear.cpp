@@ -29,7 +29,8 @@ struct Linear::State {
   float lambda;
   TunedKernelOptions tuning;
   DeviceBuffer<int32_t> R;
-  std::unique_ptr<TunedKernel> fwd, dx, dm, dmWave;
+  std::unique_ptr<TunedKernel> fwd, dx, dm, dmWave, transpose;
+  DeviceBuffer<float> xT; // X^T for the dM kernels (an activation's size, grown on demand)
   std::optional<TileWaves> waves;
   DeviceBuffer<int32_t> waveTiles;
 
@@ -139,11 +140,21 @@ void Linear::backwardMemory(const Stream &stream, const DeviceBuffer<float> &X,
 void Linear::State::memoryGrad(const Stream &stream, const DeviceBuffer<float> &X,
                                const DeviceBuffer<float> &dY, int64_t batch, bool deterministic) {
   const int64_t B = batch, K = in, N = out;
+  // X^T (K x B): the dM kernels' A operand, K-major for the tensor cores.
+  if (int64_t(xT.size()) < B * K)
+    xT = mem->context().alloc<float>(size_t(B * K));
+  if (!transpose)
+    transpose = detail::layerKernel(mem->context(), "roast/roast_transpose.tile",
+                                    "roast_transpose", {}, {}, [](const Config &) { return true; },
+                                    tuning);
+  transpose->launch(stream, [=](const Config &c) {
+    return Grid::of(cdiv(B, c.get("BLOCK")) * cdiv(K, c.get("BLOCK")));
+  }, X, xT, i32(B), i32(K));
   if (!deterministic) {
     TunedKernel &k = kernel(dm, "roast/roast_mm_dm.tile", "roast_mm_dm", false, false);
     k.launch(stream, [=](const Config &c) { return Grid::of(cdiv(K, c.get("BK")) * cdiv(N, c.get("BN"))); },
-             X, dY, mem->grad(), R, i32(B), i32(K), i32(N), i32(mem->size()), lambda, i32(K),
-             int32_t(1), i32(N), int32_t(1));
+             xT, dY, mem->grad(), R, i32(B), i32(K), i32(N), i32(mem->size()), lambda, int32_t(1),
+             i32(B), i32(N), int32_t(1));
     return;
   }
   buildWaves();
@@ -154,8 +165,8 @@ void Linear::State::memoryGrad(const Stream &stream, const DeviceBuffer<float> &
     auto grid = [=](const Config &c) {
       return Grid::of(count * (HK / c.get("BK")) * (HN / c.get("BN")));
     };
-    k.launch(stream, grid, X, dY, mem->grad(), R, waveTiles, i32(first), i32(B), i32(K), i32(N),
-             i32(mem->size()), lambda, i32(K), int32_t(1), i32(N), int32_t(1));
+    k.launch(stream, grid, xT, dY, mem->grad(), R, waveTiles, i32(first), i32(B), i32(K), i32(N),
+             i32(mem->size()), lambda, int32_t(1), i32(B), i32(N), int32_t(1));
   }
 }
 
@@ -211,6 +222,8 @@ std::map<std::string, std::string> Linear::chosenConfigs() const {
   return out;
 }
 
-size_t Linear::deviceBytes() const { return s_->R.bytes() + s_->waveTiles.bytes(); }
+size_t Linear::deviceBytes() const {
+  return s_->R.bytes() + s_->waveTiles.bytes() + s_->xT.bytes();
+}
 
 } // namespace tessera::roast

@@ -194,7 +194,11 @@ TEST_CASE("roast kernels: every tile shape around the hash tile matches fp64", "
   std::array<int32_t, 8> R = randomR(s);
   std::vector<float> x = s.uniform(size_t(B * K)), dy = s.uniform(size_t(B * N)),
                      mem = s.uniform(size_t(H));
-  auto X = ctx.upload(x), dY = ctx.upload(dy), Mem = ctx.upload(mem);
+  std::vector<float> xt(x.size()); // X^T, K x B: the dM kernels' fast layout
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t k = 0; k < K; ++k)
+      xt[size_t(k * B + b)] = x[size_t(b * K + k)];
+  auto X = ctx.upload(x), XT = ctx.upload(xt), dY = ctx.upload(dy), Mem = ctx.upload(mem);
   auto dR = ctx.upload(std::vector<int32_t>(R.begin(), R.end()));
   const std::string dir = kernelLibraryDir() + "/roast/";
   for (bool aligned : {false, true}) {
@@ -234,10 +238,17 @@ TEST_CASE("roast kernels: every tile shape around the hash tile matches fp64", "
         Kernel k = compile(ctx, dir + "roast_mm_dm.tile", "roast_mm_dm", c);
         auto dM = ctx.alloc<float>(size_t(H));
         dM.zero();
-        k.launch(ctx.stream(), Grid::of(cdiv(K, bk) * cdiv(N, bn)), X, dY, dM, dR, int32_t(B),
-                 int32_t(K), int32_t(N), int32_t(H), lam, int32_t(K), int32_t(1), int32_t(N), int32_t(1));
-        ctx.synchronize();
-        CHECK(relErrL2(dM.toHost(), dm) < 2e-5);
+        // Both layouts of X: row-major, and transposed (what the layer passes).
+        for (bool transposed : {false, true}) {
+          INFO("X transposed " << transposed);
+          dM.zero();
+          k.launch(ctx.stream(), Grid::of(cdiv(K, bk) * cdiv(N, bn)), transposed ? XT : X, dY, dM,
+                   dR, int32_t(B), int32_t(K), int32_t(N), int32_t(H), lam,
+                   transposed ? int32_t(1) : int32_t(K), transposed ? int32_t(B) : int32_t(1),
+                   int32_t(N), int32_t(1));
+          ctx.synchronize();
+          CHECK(relErrL2(dM.toHost(), dm) < 2e-5);
+        }
       }
       if (bk <= HK && bn <= HN) { // the wave kernel splits hash tiles
         auto c = cx;
@@ -251,9 +262,9 @@ TEST_CASE("roast kernels: every tile shape around the hash tile matches fp64", "
         dM.zero();
         for (size_t i = 0; i < w.waves(); ++i)
           k.launch(ctx.stream(),
-                   Grid::of(int64_t(w.starts[i + 1] - w.starts[i]) * (HK / bk) * (HN / bn)), X, dY,
+                   Grid::of(int64_t(w.starts[i + 1] - w.starts[i]) * (HK / bk) * (HN / bn)), XT, dY,
                    dM, dR, tiles, int32_t(w.starts[i]), int32_t(B), int32_t(K), int32_t(N),
-                   int32_t(H), lam, int32_t(K), int32_t(1), int32_t(N), int32_t(1));
+                   int32_t(H), lam, int32_t(1), int32_t(B), int32_t(N), int32_t(1));
         ctx.synchronize();
         CHECK(relErrL2(dM.toHost(), dm) < 2e-5);
       }

@@ -4,8 +4,10 @@
 // hashed offset (docs/kernels/roast.md):
 //   W[kb*HK + i, nb*HN + j] = lambda * M[loc(kb, nb) + i*HN + j]
 // The layer's device memory is the memory array (shared), 32 bytes of hash
-// parameters and, for the deterministic backward, its wave schedule (one i32
-// per hash tile); activations belong to the caller.
+// parameters, for the backward one activation-sized scratch buffer (X^T,
+// batch x in floats, which the dM kernels read K-major) and, for the
+// deterministic backward, its wave schedule (one i32 per hash tile);
+// activations belong to the caller.
 //
 //   MemoryArray mem(ctx, 1 << 20);
 //   Linear fc(mem, 784, 256, TileHash::fromSeed(1));          // lambda = C / sqrt(784)
@@ -78,8 +80,9 @@ public:
   const TileWaves &waves() const;
   /// Kernel name -> the config its last launch used ("BK=32,BM=128,...").
   std::map<std::string, std::string> chosenConfigs() const;
-  /// Device bytes this layer owns (hash parameters, the wave schedule once
-  /// built); the shared memory array and the activations are not included.
+  /// Device bytes this layer owns (hash parameters, the X^T scratch and the
+  /// wave schedule once used); the shared memory array and the caller's
+  /// activations are not included.
   size_t deviceBytes() const;
 
 private:
