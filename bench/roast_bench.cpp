@@ -1,118 +1,166 @@
-// Times ROAST-MM forward (kernels_dsl/roast/roast_mm.tile, f32 operands on
-// tf32 tensor cores) at the shapes given, for RzLinear's mapping and the
-// aligned one, and prints one JSON object per line. bench/roast_peers.py runs
-// it next to cuBLAS's dense matmul of the same shape (the cost ROAST's
-// compressed weight should match) in one session.
+// Times the ROAST-MM layer (tessera::roast::Linear, f32 operands on tf32
+// tensor cores) at the shapes given, for RzLinear's mapping and the aligned
+// one, and prints one JSON object per shape and mapping. bench/roast_peers.py
+// runs it next to its peers (cuBLAS dense, a HashedNet-style torch gather) in
+// one session and writes bench/results/roast.json.
 //
-//   roast_bench B K N [B K N ...]
-// The config of each shape and mapping is picked by the autotuner
-// (TunedKernel over the kernel's @autotune space, tuned afresh in every run;
-// ROAST_REUSE_TUNING=1 reuses the tuning cache). The chosen config is
-// checked against an fp64 reference at sampled entries, computed from the
-// hash mapping on the CPU (docs/kernels/roast.md), before it is timed.
+//   roast_bench [--mem-elems H] [--train] B K N [B K N ...]
+//
+// --mem-elems  the memory array's size (default K*N/10 per shape)
+// --train      also time the training step: forward + backward (dX and the
+//              atomic dM), and the backward with the deterministic dM
+// Every kernel's config is picked by the autotuner (the layer's TunedKernels,
+// tuned afresh in every run; ROAST_REUSE_TUNING=1 reuses the tuning cache).
+// Before timing, Y and dX are checked against fp64 at sampled entries, from
+// the layer's index map (docs/kernels/roast.md). dM is not checked here (an
+// entry sums over many tiles; tests/unit/test_roast_mm.cpp checks it).
+// "peak_bytes" is the device memory of the step: the memory array and its
+// gradient, X, Y, dY, dX, and what the layer owns (hash parameters, the wave
+// schedule); the layer allocates nothing else and its kernels use no scratch.
 #include "BenchTiming.h"
-#include "TuningReport.h"
 #include "support/Reference.h"
-#include "tessera/TunedKernel.h"
+#include "tessera/roast/Roast.h"
 #include "tessera/tessera.h"
 
-#include <cmath>
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <random>
 #include <string>
 #include <vector>
 
 using namespace tessera;
+using namespace tessera::roast;
 
 namespace {
-constexpr int64_t kP = 45007, kHK = 32, kHN = 64; // RzLinear's P and the kernel's default hash tile
+
+struct Shape {
+  int64_t B, K, N;
+};
+
+/// Relative L2 error of `got` (B x N, row-major) at the sampled entries, against
+/// lam * sum_k A[b, k] * M[idx(k, n)] computed in fp64.
+template <class Idx>
+double sampledError(const std::vector<float> &got, const std::vector<float> &A,
+                    const std::vector<float> &mem, int64_t rowsOut, int64_t cols, int64_t inner,
+                    double lam, const std::vector<std::pair<int64_t, int64_t>> &samples, Idx idx) {
+  testing::L2Error err;
+  for (auto [b, n] : samples) {
+    double acc = 0;
+    for (int64_t k = 0; k < inner; ++k)
+      acc += double(A[size_t(b * inner + k)]) * double(mem[size_t(idx(k, n))]);
+    err.add(got[size_t(b * cols + n)], acc * lam);
+  }
+  (void)rowsOut;
+  return err.value();
+}
+
+std::vector<std::pair<int64_t, int64_t>> samplesOf(int64_t rows, int64_t cols, std::mt19937 &rng) {
+  std::vector<std::pair<int64_t, int64_t>> s{{rows - 1, cols - 1}};
+  std::uniform_int_distribution<int64_t> r(0, rows - 1), c(0, cols - 1);
+  for (int i = 0; i < 128; ++i)
+    s.push_back({r(rng), c(rng)});
+  return s;
+}
+
+/// One shape and mapping: checks, times, prints a JSON line; false on a wrong result.
+bool benchOne(Context &ctx, const Shape &sh, int64_t memSize, Mapping mapping, bool train,
+              std::mt19937 &rng) {
+  const int64_t B = sh.B, K = sh.K, N = sh.N;
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  MemoryArray mem(ctx, memSize, 1.0f, rng());
+  LinearOptions o;
+  o.mapping = mapping;
+  TunedKernelOptions t;
+  const char *reuse = std::getenv("ROAST_REUSE_TUNING");
+  t.retune = !(reuse && std::string(reuse) == "1");
+  t.tolerance = 3e-3;
+  o.tuning = t;
+  Linear fc(mem, K, N, TileHash::fromSeed(rng()), o);
+  std::vector<float> x(size_t(B * K)), dy(size_t(B * N));
+  for (auto &v : x)
+    v = u(rng);
+  for (auto &v : dy)
+    v = u(rng);
+  auto X = ctx.upload(x), dY = ctx.upload(dy);
+  auto Y = ctx.alloc<float>(size_t(B * N)), dX = ctx.alloc<float>(size_t(B * K));
+  const Stream &st = ctx.stream();
+  auto idx = [&](int64_t k, int64_t n) { return fc.indexOf(k, n); };
+  std::vector<float> hm = mem.values().toHost();
+
+  fc.forward(st, X, Y, B); // tunes
+  Y.memsetBytes(0xFF);
+  fc.forward(st, X, Y, B);
+  ctx.synchronize();
+  double errY = sampledError(Y.toHost(), x, hm, B, N, K, fc.lambda(), samplesOf(B, N, rng), idx);
+  nlohmann::json row = {{"impl", "tessera_roast_linear"}, {"mapping", mappingName(mapping)},
+                        {"B", B}, {"K", K}, {"N", N}, {"mem_size", memSize},
+                        {"device", ctx.deviceName()}, {"rel_err_y", errY}};
+  bool ok = errY <= 3e-3;
+  row["fwd_ms"] = bench::medianMs(ctx, [&] { fc.forward(st, X, Y, B); }, 20, 5);
+  row["fwd_tflops"] = 2.0 * double(B * K * N) / (row["fwd_ms"].get<double>() * 1e9);
+  if (train) {
+    fc.backward(st, X, dY, dX, B); // tunes dX and dM
+    dX.memsetBytes(0xFF);
+    fc.backward(st, X, dY, dX, B);
+    ctx.synchronize();
+    auto idxT = [&](int64_t n, int64_t k) { return fc.indexOf(k, n); };
+    double errX = sampledError(dX.toHost(), dy, hm, B, K, N, fc.lambda(), samplesOf(B, K, rng), idxT);
+    row["rel_err_dx"] = errX;
+    ok = ok && errX <= 3e-3;
+    row["train_ms"] = bench::medianMs(ctx, [&] {
+      fc.forward(st, X, Y, B);
+      fc.backward(st, X, dY, dX, B);
+    }, 10, 5);
+    row["dx_dm_ms"] = bench::medianMs(ctx, [&] { fc.backward(st, X, dY, dX, B); }, 10, 5);
+    row["dm_ms"] = bench::medianMs(ctx, [&] { fc.backwardMemory(st, X, dY, B); }, 10, 5);
+    fc.backwardMemory(st, X, dY, B, true); // tunes the wave kernel
+    row["dm_deterministic_ms"] =
+        bench::medianMs(ctx, [&] { fc.backwardMemory(st, X, dY, B, true); }, 5, 5);
+    row["waves"] = fc.waves().waves();
+  }
+  size_t activations = X.bytes() + Y.bytes() + (train ? dY.bytes() + dX.bytes() : 0);
+  row["peak_bytes"] = mem.values().bytes() + (train ? mem.grad().bytes() : 0) + activations +
+                      fc.deviceBytes();
+  row["configs"] = fc.chosenConfigs();
+  if (!ok) {
+    std::cerr << "roast_bench: " << row.dump() << ": relative error exceeds 3e-3\n";
+    return false;
+  }
+  std::printf("%s\n", row.dump().c_str());
+  std::fflush(stdout);
+  return true;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc < 4 || (argc - 1) % 3 != 0) {
-    std::cerr << "usage: roast_bench B K N [B K N ...]\n";
+  int64_t memElems = 0;
+  bool train = false;
+  std::vector<int64_t> dims;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--mem-elems") && i + 1 < argc)
+      memElems = std::stoll(argv[++i]);
+    else if (!std::strcmp(argv[i], "--train"))
+      train = true;
+    else
+      dims.push_back(std::stoll(argv[i]));
+  }
+  if (dims.empty() || dims.size() % 3 != 0) {
+    std::cerr << "usage: roast_bench [--mem-elems H] [--train] B K N [B K N ...]\n";
     return 2;
   }
-  std::string kernels = std::getenv("TESSERA_KERNELS_DIR") ? std::getenv("TESSERA_KERNELS_DIR")
-                                                           : std::string(TESSERA_SOURCE_DIR) + "/kernels_dsl";
   try {
     Context ctx;
     std::mt19937 rng(11);
-    for (int i = 1; i + 2 < argc; i += 3) {
-      int64_t Bn = std::stoll(argv[i]), K = std::stoll(argv[i + 1]), N = std::stoll(argv[i + 2]);
-      // The compressed weight: a tenth of K x N, as in the paper's inference runs.
-      int64_t memSize = std::max<int64_t>(K * N / 10, 2 * kHK * kHN);
-      const float lam = 0.5f;
-      std::vector<int32_t> R(8);
-      for (auto &r : R)
-        r = int32_t(1 + rng() % (kP - 1));
-      std::uniform_real_distribution<float> u(-1.f, 1.f);
-      std::vector<float> x(static_cast<size_t>(Bn * K)), mem(static_cast<size_t>(memSize));
-      for (auto &v : x)
-        v = u(rng);
-      for (auto &v : mem)
-        v = u(rng);
-      auto dx = ctx.upload(x), dm = ctx.upload(mem);
-      auto dr = ctx.upload(R);
-      auto dy = ctx.alloc<float>(size_t(Bn * N));
-      std::vector<std::pair<int64_t, int64_t>> samples{{Bn - 1, N - 1}};
-      std::uniform_int_distribution<int64_t> rb(0, Bn - 1), rn(0, N - 1);
-      for (int s = 0; s < 256; ++s)
-        samples.push_back({rb(rng), rn(rng)});
-      for (bool aligned : {false, true}) {
-        auto loc = [&](int64_t kb, int64_t nb) {
-          int64_t hi = (kb * R[3] + nb * R[2] + R[1]) % kP, lo = (kb * R[7] + nb * R[5] + R[4]) % kP;
-          int64_t l = (hi * kP + lo) % (memSize - kHK * kHN);
-          return aligned ? l - l % 4 : l;
-        };
-        std::vector<double> ref;
-        for (auto [b, n] : samples) {
-          double acc = 0;
-          for (int64_t k = 0; k < K; ++k)
-            acc += double(x[size_t(b * K + k)]) *
-                   double(mem[size_t(loc(k / kHK, n / kHN) + (k % kHK) * kHN + n % kHN)]);
-          ref.push_back(acc * lam);
-        }
-        TunedKernelOptions tuning;
-        const char *reuse = std::getenv("ROAST_REUSE_TUNING");
-        tuning.retune = !(reuse && std::string(reuse) == "1");
-        tuning.tolerance = 3e-3;
-        TunedKernel roast(ctx, kernels + "/roast/roast_mm.tile", "roast_mm_fwd",
-                          {{"ALIGNED", aligned}}, {}, tuning);
-        auto grid = [&](const tessera::Config &c) {
-          return Grid::of(cdiv(Bn, c.get("BM")) * cdiv(N, c.get("BN")));
-        };
-        auto launch = [&] {
-          roast.launch(ctx.stream(), grid, dx, dm, dy, dr, int32_t(Bn), int32_t(K), int32_t(N),
-                       int32_t(memSize), lam, int32_t(K), int32_t(1), int32_t(N), int32_t(1));
-        };
-        launch(); // tunes
-        dy.memory().memset(0xFF);
-        launch();
-        ctx.synchronize();
-        std::vector<float> y = dy.toHost();
-        testing::L2Error err;
-        for (size_t s = 0; s < samples.size(); ++s)
-          err.add(y[size_t(samples[s].first * N + samples[s].second)], ref[s]);
-        double rel = err.value();
-        TuningDecision d = roast.lastDecision();
-        if (!(rel <= 3e-3)) { // tf32 operands; an unwritten entry (NaN) is an infinite error
-          std::cerr << "roast_bench: " << d.config.str() << " aligned=" << aligned
-                    << " relative error " << rel << " exceeds 3e-3\n";
+    for (size_t i = 0; i < dims.size(); i += 3) {
+      Shape sh{dims[i], dims[i + 1], dims[i + 2]};
+      int64_t H = memElems ? memElems : std::max<int64_t>(sh.K * sh.N / 10, 2 * 32 * 64);
+      for (Mapping m : {Mapping::RzLinear, Mapping::Aligned})
+        if (!benchOne(ctx, sh, H, m, train, rng))
           return 1;
-        }
-        double best = bench::medianMs(ctx, launch, 20, 5);
-        std::string bestCfg = d.config.str();
-        std::string all = d.record ? bench::candidatesJson(*d.record).dump() : "[]";
-        std::printf("{\"impl\": \"tessera_roast_mm_fwd\", \"mapping\": \"%s\", \"B\": %lld, \"K\": %lld, "
-                    "\"N\": %lld, \"mem_size\": %lld, \"ms\": %.4f, \"tflops\": %.2f, \"config\": \"%s\", "
-                    "\"rel_err\": %.3g, \"device\": \"%s\", \"configs\": %s}\n",
-                    aligned ? "aligned" : "rzlinear", (long long)Bn, (long long)K, (long long)N,
-                    (long long)memSize, best, 2.0 * Bn * K * N / (best * 1e9), bestCfg.c_str(), rel,
-                    ctx.deviceName().c_str(), all.c_str());
-        std::fflush(stdout);
-      }
     }
   } catch (const Error &e) {
     std::cerr << "roast_bench: " << e.what() << "\n";
