@@ -6,6 +6,7 @@
 #include "tessera/KernelLibrary.h"
 #include "tessera/quant/Blockwise.h"
 
+#include <algorithm>
 #include <climits>
 #include <map>
 #include <string>
@@ -83,6 +84,14 @@ BlockwiseQuantizer::~BlockwiseQuantizer() = default;
 BlockwiseQuantizer::BlockwiseQuantizer(BlockwiseQuantizer &&) noexcept = default;
 BlockwiseQuantizer &BlockwiseQuantizer::operator=(BlockwiseQuantizer &&) noexcept = default;
 
+void checkCodeBook(const std::vector<float> &code) {
+  for (size_t i = 1; i < code.size(); ++i)
+    if (!(code[i - 1] < code[i]))
+      throw Error("quantize_blockwise: the code book must be strictly increasing (code[" +
+                  std::to_string(i - 1) + "] = " + std::to_string(code[i - 1]) + ", code[" +
+                  std::to_string(i) + "] = " + std::to_string(code[i]) + ")");
+}
+
 void BlockwiseQuantizer::quantizeRaw(const Stream &stream, const DeviceMemory &x,
                                      ScalarType dtype, size_t count,
                                      const DeviceBuffer<float> &code, DeviceBuffer<uint8_t> &q,
@@ -95,8 +104,10 @@ void BlockwiseQuantizer::quantizeRaw(const Stream &stream, const DeviceMemory &x
     return;
   const int32_t n = int32_t(count);
   TunedKernel &k = state_->kernel("quantize_blockwise", "DT", dtype, blocksize);
-  // One program per block, whatever TILE the tuner picks.
-  auto grid = [&](const Config &) { return Grid::of(cdiv(int64_t(n), int64_t(blocksize))); };
+  // One program per block, or per TILE elements when TILE holds several blocks.
+  auto grid = [&](const Config &c) {
+    return Grid::of(cdiv(int64_t(n), std::max(int64_t(blocksize), c.get("TILE"))));
+  };
   k.launchWithArgs(stream, grid,
                    {ArgValue::pointer(dtype, x.address()), toArgValue(code), toArgValue(q),
                     toArgValue(absmax), toArgValue(n)},

@@ -9,6 +9,7 @@
 #include "TestSupport.h"
 #include "support/BlockwiseReference.h"
 
+#include "tessera/KernelLibrary.h"
 #include "tessera/quant/Blockwise.h"
 #include "tessera/tessera.h"
 
@@ -109,6 +110,74 @@ void checkAllTypes(Context &ctx) {
   }
 }
 
+// Values where a search can go wrong: every code, the midpoints between
+// neighbours (as the search computes them), the floats next to both, the
+// decade edges 10^e and 1 itself, padded with random values. 1.0 is in every
+// block, so absmax = 1 and the kernel searches these very values.
+std::vector<float> edgeValues(const std::vector<float> &code, Seeded &rng, size_t bs) {
+  std::vector<float> v;
+  auto around = [&](float c) {
+    v.push_back(c);
+    v.push_back(std::nextafter(c, 2.0f));
+    v.push_back(std::nextafter(c, -2.0f));
+  };
+  for (size_t k = 0; k < code.size(); ++k) {
+    around(code[k]);
+    around(-code[k]);
+    if (k + 1 < code.size())
+      around((code[k] + code[k + 1]) * 0.5f);
+  }
+  for (int e = -8; e <= 0; ++e) {
+    around(float(std::pow(10.0, e)));
+    around(-float(std::pow(10.0, e)));
+  }
+  std::vector<float> r = rng.uniform(bs - v.size() % bs + 3, -1.0f, 1.0f);  // a ragged end
+  v.insert(v.end(), r.begin(), r.end());
+  for (size_t b = 0; b < v.size(); b += bs)
+    v[b] = 1.0f;
+  return v;
+}
+
+// quantize_blockwise with search MAP over `code`, against the reference search.
+void checkSearch(Context &ctx, const std::vector<float> &code, int map, int bs, Seeded &rng) {
+  const std::vector<float> x = edgeValues(code, rng, size_t(bs));
+  std::vector<uint8_t> refQ;
+  std::vector<float> refAbsmax;
+  quantizeBlockwiseRef(x, bs, code, refQ, refAbsmax);
+  Kernel k = compile(ctx, kernelLibraryPath("quant/blockwise_quant.tile"), "quantize_blockwise",
+                     {{"BLOCKSIZE", int64_t(bs)}, {"TILE", int64_t(2048)}, {"MAP", int64_t(map)}});
+  DeviceBuffer<float> dx = ctx.upload(x), dcode = ctx.upload(code);
+  DeviceBuffer<uint8_t> q = ctx.alloc<uint8_t>(x.size());
+  DeviceBuffer<float> absmax = ctx.alloc<float>(refAbsmax.size());
+  k.launch(ctx.stream(), Grid::of(cdiv(int64_t(x.size()), std::max(int64_t(bs), int64_t(2048)))),
+           dx, dcode, q, absmax,
+           int32_t(x.size()));
+  ctx.synchronize();
+  const std::vector<uint8_t> got = q.toHost();
+  size_t wrong = 0, first = 0;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (got[i] != refQ[i] && wrong++ == 0)
+      first = i;
+  INFO("seed " << rng.seed << ", MAP " << map << ", block size " << bs << ", " << wrong << " wrong of " << x.size()
+               << "; first: x = " << x[first] << " got " << int(got[first]) << " want "
+               << int(refQ[first]));
+  CHECK(wrong == 0);
+}
+
+void checkSearches(Context &ctx) {
+  Seeded rng;
+  const std::vector<float> sig = quant::create_dynamic_map(true), uns = quant::create_dynamic_map(false);
+  for (int map : {0, 1, 2}) {
+    // MAP 1 on the unsigned book and 2 on the signed one guess wrong: the
+    // tiles fall back to the binary search, and the codes must not change.
+    // Block sizes 256 (several blocks a program), 2048 (one) and 4096 (two chunks).
+    for (int bs : {256, 2048, 4096}) {
+      checkSearch(ctx, sig, map, bs, rng);
+      checkSearch(ctx, uns, map, bs, rng);
+    }
+  }
+}
+
 } // namespace
 
 TEST_CASE("quant: the dynamic map has the specified values", "[quant]") {
@@ -190,6 +259,11 @@ TEST_CASE("quant: bad arguments are clear errors", "[quant]") {
   auto code = ctx.upload(quant::create_dynamic_map());
   auto q = ctx.alloc<uint8_t>(1000);
   auto absmax = ctx.alloc<float>(16);
+  std::vector<float> repeated = quant::create_dynamic_map();
+  repeated[200] = repeated[199];
+  CHECK(errorOf([&] { quant::quantize_blockwise(ctx, x, 4096, repeated); }) ==
+        "quantize_blockwise: the code book must be strictly increasing (code[199] = " +
+            std::to_string(repeated[199]) + ", code[200] = " + std::to_string(repeated[199]) + ")");
   auto shortCode = ctx.alloc<float>(255);
   auto shortQ = ctx.alloc<uint8_t>(999);
   auto shortAbsmax = ctx.alloc<float>(3);
@@ -216,4 +290,16 @@ TEST_CASE("quant: bad arguments are clear errors", "[quant]") {
   CHECK(errorOf([&] { quantizer.dequantizeRaw(s, q, code, absmax, y.memory(), ScalarType::f16,
                                               1000, 64); }) ==
         "dequantize_blockwise: the output holds 1998 bytes, needs 2000");
+}
+
+TEST_CASE("quant: the guided searches give the binary search's codes at every edge", "[quant]") {
+  Context ctx{createInterpreterBackend()};
+  checkSearches(ctx);
+}
+
+TEST_CASE("quant: the guided searches give the binary search's codes at every edge (GPU)",
+          "[quant][gpu]") {
+  auto ctx = gpuOrSkip();
+  if (ctx)
+    checkSearches(*ctx);
 }

@@ -56,7 +56,10 @@ public:
   BlockwiseQuantizer &operator=(BlockwiseQuantizer &&) noexcept;
 
   /// q[i] = nearest code of x[i] / absmax[block]; absmax[b] = max |x| over block b.
-  /// `code` holds 256 floats, `q` x.size() bytes, `absmax` cdiv(x.size(), blocksize).
+  /// `code` holds 256 strictly increasing floats, `q` x.size() bytes, `absmax`
+  /// cdiv(x.size(), blocksize). The codes are those of the specified binary
+  /// search for any such book; the kernel finds them fastest for the signed
+  /// dynamic map, whose shape guides its search (blockwise_quant.md).
   template <class T>
   void quantize(const Stream &stream, const DeviceBuffer<T> &x, const DeviceBuffer<float> &code,
                 DeviceBuffer<uint8_t> &q, DeviceBuffer<float> &absmax,
@@ -85,11 +88,14 @@ private:
   std::unique_ptr<State> state_;
 };
 
-/// Quantizes `x` with the signed dynamic map (or `code`, 256 sorted floats).
+/// Throws tessera::Error unless `code` is strictly increasing (sizes are checked later).
+void checkCodeBook(const std::vector<float> &code);
+/// Quantizes `x` with the signed dynamic map (or `code`, 256 strictly increasing floats).
 template <class T>
 QuantizedTensor quantize_blockwise(Context &ctx, const DeviceBuffer<T> &x,
                                    int blocksize = kDefaultBlocksize,
                                    const std::vector<float> &code = create_dynamic_map()) {
+  checkCodeBook(code);
   QuantizedTensor out;
   out.code = ctx.upload(code);
   if (code.size() != 256)
