@@ -8,6 +8,7 @@
 // Kernels are tuned through TunedKernel first (the tuning cache keeps them).
 //
 //   quant8_bench [n]        (default 268435456 = 2^28)
+//   QUANT8_PARTS=quant,adam,list   only those parts (default: all three)
 #include <tessera/optim/AdamW8bit.h>
 #include <tessera/quant/Blockwise.h>
 #include <tessera/tessera.h>
@@ -59,6 +60,8 @@ std::string json(const char *name, double v) {
 
 int main(int argc, char **argv) {
   const size_t n = argc > 1 ? size_t(std::atoll(argv[1])) : size_t(1) << 28;
+  const std::string parts = std::getenv("QUANT8_PARTS") ? std::getenv("QUANT8_PARTS") : "quant,adam,list";
+  auto part = [&](const char *name) { return parts.find(name) != std::string::npos; };
   try {
     Context ctx = Context::gpuOrInterpreter();
     std::vector<std::string> out;
@@ -80,6 +83,8 @@ int main(int argc, char **argv) {
     auto code = ctx.upload(quant::create_dynamic_map());
     auto q = ctx.alloc<uint8_t>(n);
     for (int bs : {4096, 256}) {
+      if (!part("quant"))
+        break;
       auto absmax = ctx.alloc<float>((n + size_t(bs) - 1) / size_t(bs));
       auto run = [&] { quantizer.quantize(ctx.stream(), x, code, q, absmax, bs); };
       run();  // tunes
@@ -104,7 +109,7 @@ int main(int argc, char **argv) {
       v = 0.01f * nd(rng);
     auto g = ctx.upload(hg);
     double singleMs = 0;
-    {
+    if (part("adam")) {
       optim::AdamW8bit opt(ctx, {optim::ParamGrad::of(x, g)});
       opt.step(ctx.stream());  // tunes (on scratch copies)
       singleMs = timeMs(ctx, [&] { opt.step(ctx.stream()); });
@@ -116,7 +121,7 @@ int main(int argc, char **argv) {
       out.push_back(json("state_bytes", double(opt.stateBytes())));
       out.push_back(json("state_bytes_per_param", double(opt.stateBytes()) / double(n)));
     }
-    {
+    if (part("list")) {
       // The same n split into a transformer's list: views into x and g.
       std::vector<size_t> sizes = transformerSizes(n);
       std::vector<DeviceBuffer<float>> ps, gs;
