@@ -150,14 +150,7 @@ def main():
                   "bench/results/matmul.json were measured with means of 3 launches; the same "
                   "hand-picked configs are also timed in this run, the same way as the tuned ones "
                   "and interleaved with them (hand_picked_same_run_*)." % (ITERS, ITERS, ROUNDS),
-                  result_rows)
-    with open(args.out) as f:
-        res = json.load(f)
-    res["targets"] = targets
-    with open(args.out, "w") as f:
-        json.dump(res, f, indent=2)
-    for t in targets:
-        print(json.dumps(t))
+                  result_rows, targets)
 
 
 if __name__ == "__main__":

@@ -22,10 +22,15 @@ def median_ms(fn, iters=20, reps=7):
     return sorted(times)[len(times) // 2]
 
 
-def write_results(path, benchmark, commit, note, rows):
+def write_results(path, benchmark, commit, note, rows, targets=None):
+    """Writes the results file; `targets` (the issue's target rows) are also printed."""
     result = {"benchmark": benchmark, "device": torch.cuda.get_device_name(),
               "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
               "commit": commit, "torch": torch.__version__, "note": note, "rows": rows}
+    if targets is not None:
+        result["targets"] = targets
     with open(path, "w") as f:
         json.dump(result, f, indent=2)
+    for t in targets or []:
+        print(json.dumps(t))
     print("wrote", path)

@@ -177,14 +177,7 @@ def main():
                    "|M| = 32 MB: forward. Peers in the same run: cuBLAS dense tf32 (before and "
                    "after Tessera, the faster kept), dense forward + backward as three matmuls, "
                    "HashedNet-style x @ M[IDX]. Ratios are peer_ms / tessera_ms."),
-                  rows)
-    with open(args.out) as f:
-        res = json.load(f)
-    res["targets"] = targets
-    with open(args.out, "w") as f:
-        json.dump(res, f, indent=2)
-    for t in targets:
-        print(json.dumps(t))
+                  rows, targets)
 
 
 if __name__ == "__main__":
