@@ -45,7 +45,7 @@ tgpu::MmaEncodingAttr DotLayoutPlanner::choose(tile::DotOp dot) {
       if (!dotPathAllowed(path, *kind, wgmmaTarget, bool(m->transB)))
         continue;
       // The lowering tries down to 3 stages; the ring must fit at that depth.
-      if (1024 + ringBytes(path == DotPath::Swapped, BM, BN, BK, eb, 3) > kMaxSharedBytes)
+      if (1024 + ringBytes(path == DotPath::Swapped, BM, BN, BK, eb, 3) > target.maxSharedBytesPerBlock())
         continue;
       if (dotTileWhyNot(path, kind->half, BM, BN, BK, eb, opts.numWarps, bool(m->transB)).empty())
         return tgpu::MmaEncodingAttr::get(ctx, path == DotPath::MmaSync ? 2 : 3, opts.numWarps,

@@ -18,8 +18,6 @@
 namespace tessera::analysis {
 using namespace mlir;
 
-constexpr int64_t kMaxSharedBytes = 227 * 1024;
-
 /// Canonical distribution of a tile shape over the block's threads.
 struct Layout {
   SmallVector<int64_t, 4> shape;

@@ -30,6 +30,18 @@ std::optional<Target> Target::parse(const std::string &name) {
   return t;
 }
 
+int64_t Target::maxSharedBytesPerBlock() const {
+  switch (sm) {
+  case 70: case 72: return 96 * 1024;
+  case 75: return 64 * 1024;
+  case 80: case 87: return 163 * 1024;
+  case 86: case 89: case 120: case 121: return 99 * 1024;
+  default: break;
+  }
+  // Hopper and the datacenter Blackwells; anything older than Volta gets 48 KB.
+  return sm >= 90 ? 227 * 1024 : 48 * 1024;
+}
+
 std::string Target::name() const {
   return "sm_" + std::to_string(sm) + (archSpecific ? "a" : familySpecific ? "f" : "");
 }

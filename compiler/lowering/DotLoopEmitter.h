@@ -46,7 +46,7 @@ public:
         WB(bStageKMajor ? WA : std::min<int64_t>(128, BN * eb)), aBytes(BM * BK * eb),
         bBytes(BK * BN * eb), stageBytes(aBytes + bBytes), rawRow(BN * eb + (swap ? 32 : 16)),
         rawBytes(BK * rawRow), stagedBytes(S * aBytes + 3 * bBytes + (S - 2) * rawBytes),
-        bStaged(bViaRegs && S >= 4 && smem.used() + 1024 + stagedBytes <= kMaxSharedBytes),
+        bStaged(bViaRegs && S >= 4 && smem.used() + 1024 + stagedBytes <= smem.limit()),
         totalBytes(bStaged ? stagedBytes : ringBytes(swap, BM, BN, BK, eb, S)),
         bLay(copyLayout(m.loadB)),
         bRegs(bLay.chunks), nChunks(BN / vecElems), vt(VectorType::get({vecElems}, ea)),

@@ -54,7 +54,8 @@ public:
                  RemarkSink remarks)
       : module_(module), src_(src), b_(module.getContext()), axis_(src), opts_(opts),
         target_(opts.resolvedTarget()), threads_(32 * opts.numWarps),
-        remarks_(std::move(remarks)), errorLoc_(src.getLoc()) {}
+        remarks_(std::move(remarks)), smem_(target_.maxSharedBytesPerBlock()),
+        errorLoc_(src.getLoc()) {}
 
   /// Lowers the kernel; on failure the first error is errorLoc() / errorMessage().
   bool run();

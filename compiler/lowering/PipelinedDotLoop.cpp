@@ -54,10 +54,10 @@ bool DotLoopEmitter::applies() {
       return no("a carried pointer tile does not start from index arithmetic");
   }
   // Too large for this many stages (the caller tries fewer).
-  if (smem_.used() + 1024 + allocBytes() > kMaxSharedBytes)
+  if (smem_.used() + 1024 + allocBytes() > smem_.limit())
     return no(std::to_string(S) + " stages of the " + tile + " tile need " +
               std::to_string(allocBytes()) + " bytes of shared memory; the limit is " +
-              std::to_string(kMaxSharedBytes));
+              std::to_string(smem_.limit()));
   return !ws || wsApplies(no);
 }
 

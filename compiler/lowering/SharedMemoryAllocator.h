@@ -1,5 +1,5 @@
 // The dynamic shared memory of one kernel: a bump allocator up to the
-// block's opt-in limit, plus a scratch region (the stage buffers of the last
+// block's opt-in limit on the target (Target::maxSharedBytesPerBlock), plus a scratch region (the stage buffers of the last
 // pipelined dot loop, free for reuse after it). One object per kernel,
 // shared by the generic lowering and the dot-loop emitter; liveness-based
 // reuse of buffers belongs here.
@@ -14,10 +14,13 @@ namespace tessera::lowering::detail {
 
 class SharedMemoryAllocator {
 public:
+  explicit SharedMemoryAllocator(int64_t limit) : limit_(limit) {}
+  /// The most a block of the target may use.
+  int64_t limit() const { return limit_; }
   /// Bytes in use: the kernel's dynamic shared memory at launch.
   int64_t used() const { return used_; }
   /// Whether `bytes` more, at the current end, stay within the limit.
-  bool fits(int64_t bytes) const { return used_ + bytes <= analysis::kMaxSharedBytes; }
+  bool fits(int64_t bytes) const { return used_ + bytes <= limit_; }
   /// Offset of `bytes` new bytes at the next `align`-aligned offset.
   int64_t allocate(int64_t bytes, int64_t align = 16) {
     int64_t off = roundUp(used_, align);
@@ -51,6 +54,7 @@ public:
 
 private:
   static int64_t roundUp(int64_t v, int64_t align) { return (v + align - 1) / align * align; }
+  int64_t limit_;
   int64_t used_ = 0;
   int64_t scratchOff_ = 0, scratchBytes_ = 0, scratchUsed_ = 0;
 };

@@ -331,9 +331,10 @@ bool KernelLowering::run() {
   pushScope();
   bool ok = lowerBlock(src_.getBody().front());
   popScope();
-  if (ok && smem_.used() > kMaxSharedBytes)
+  if (ok && smem_.used() > smem_.limit())
     ok = fail(src_, "kernel '" + name + "' needs " + std::to_string(smem_.used()) +
-                        " bytes of shared memory; the limit is " + std::to_string(kMaxSharedBytes));
+                        " bytes of shared memory; the limit on " + target_.name() + " is " +
+                        std::to_string(smem_.limit()));
   dst_->setAttr("tessera.shared_bytes", b_.getI32IntegerAttr(int32_t(smem_.used())));
   if (extraWarps_)
     dst_->setAttr("tessera.num_warps", b_.getI32IntegerAttr(int32_t(opts_.numWarps + extraWarps_)));

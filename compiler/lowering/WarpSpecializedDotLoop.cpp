@@ -209,7 +209,7 @@ std::optional<bool> KernelLowering::lowerPersistentDotLoop(scf::ForOp outer) {
   auto fits = [&](int stages, bool swapPath, int64_t reserve) {
     DotLoopEmitter e(*this, b_, opts_, smem_, vals_, inner, *m, *kind, stages, /*wgmma=*/true, swapPath, /*ws=*/true);
     e.persistent = true;
-    return e.applies() && smem_.used() + 1024 + e.allocBytes() + reserve + 16 <= kMaxSharedBytes;
+    return e.applies() && smem_.used() + 1024 + e.allocBytes() + reserve + 16 <= smem_.limit();
   };
   std::optional<std::pair<int, bool>> pick;
   for (int64_t reserve : {epilogueBytes, int64_t(0)})
