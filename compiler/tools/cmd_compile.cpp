@@ -1,13 +1,48 @@
 // `tessera compile`: a .tile file -> tile IR, GPU IR, LLVM IR, PTX or a cubin.
 #include "cli.h"
+#include "tessera/Occupancy.h"
 
 #include "tessera/CodeGen.h"
 #include "tessera/Compiler.h"
 
+#include <iomanip>
 #include <iostream>
+#include <sstream>
 #include <string>
 
 namespace tessera::cli {
+
+namespace {
+
+// One line per kernel: what ptxas allocated and what that allows per SM.
+std::string resourceTable(const CompileResult &r, const std::vector<PtxasKernelInfo> &kernels) {
+  std::ostringstream os;
+  const std::string arch = r.target.name();
+  os << "kernel resources on " << arch << " (occupancy per SM: "
+     << smLimits(r.target).maxThreads / 32 << " warps at most)\n";
+  os << std::left << std::setw(28) << "kernel" << std::right << std::setw(8) << "threads"
+     << std::setw(6) << "regs" << std::setw(14) << "spills st/ld" << std::setw(10) << "shared"
+     << std::setw(10) << "dynamic" << std::setw(8) << "blocks" << std::setw(7) << "warps"
+     << std::setw(7) << "occ" << "  limited by\n";
+  for (const PtxasKernelInfo &k : kernels) {
+    auto dyn = r.sharedBytes.find(k.name);
+    auto warps = r.blockWarps.find(k.name);
+    const int64_t dynamic = dyn == r.sharedBytes.end() ? 0 : dyn->second;
+    const int64_t threads = 32 * (warps == r.blockWarps.end() ? 4 : warps->second);
+    Occupancy o = occupancy(r.target, threads, k.registers, k.sharedBytes + dynamic);
+    std::ostringstream spills, occ;
+    spills << k.spillStores << "/" << k.spillLoads << " B";
+    occ << int(o.fraction() * 100 + 0.5) << "%";
+    os << std::left << std::setw(28) << k.name << std::right << std::setw(8) << threads
+       << std::setw(6) << k.registers << std::setw(14) << spills.str() << std::setw(10)
+       << k.sharedBytes << std::setw(10) << dynamic << std::setw(8) << o.blocksPerSM << std::setw(7)
+       << o.warpsPerSM << std::setw(7) << occ.str() << "  " << o.limitedBy
+       << (k.spillStores || k.spillLoads ? " (spills registers to local memory)" : "") << "\n";
+  }
+  return os.str();
+}
+
+} // namespace
 
 namespace {
 
@@ -26,6 +61,10 @@ options:
                        gpu-ir  the per-thread IR after layout lowering, before LLVM
                        llvm    optimized LLVM IR for NVPTX (libdevice linked)
                        ptx     PTX assembly
+                       resources  for each kernel: block size, registers, spills,
+                               shared memory (static + dynamic) and occupancy
+                               (blocks and warps per SM, and what limits them),
+                               from ptxas's report for the target
                        cubin   a cubin assembled by ptxas; needs -o; prints ptxas's
                                resource report (registers, spills, shared memory,
                                stack) for each kernel to stderr
@@ -117,9 +156,9 @@ int cmdCompile(int argc, char **argv) {
   if (file.empty())
     return usageError("no input file", kCompileHelp);
   if (emit != "tile" && emit != "layout" && emit != "gpu-ir" && emit != "llvm" && emit != "ptx" &&
-      emit != "cubin")
+      emit != "cubin" && emit != "resources")
     return usageError("unknown --emit kind '" + emit +
-                          "' (expected tile, layout, gpu-ir, llvm, ptx or cubin)",
+                          "' (expected tile, layout, gpu-ir, llvm, ptx, cubin or resources)",
                       kCompileHelp);
   if (!arch.empty()) {
     opts.target = Target::parse(arch);
@@ -130,11 +169,11 @@ int cmdCompile(int argc, char **argv) {
   if (std::string why = opts.validate(); !why.empty())
     return usageError(why, kCompileHelp);
   arch = opts.resolvedTarget().name();
-  bool cubin = emit == "cubin";
+  bool cubin = emit == "cubin", resources = emit == "resources";
   if (cubin && (out.empty() || out == "-"))
     return usageError("--emit=cubin writes a binary file: give -o PATH", kCompileHelp);
-  if (cubin && findPtxas().empty()) {
-    std::cerr << "tessera: error: --emit=cubin needs ptxas, which was not found (looked at "
+  if ((cubin || resources) && findPtxas().empty()) {
+    std::cerr << "tessera: error: --emit=" << emit << " needs ptxas, which was not found (looked at "
                  "$TESSERA_PTXAS, /usr/local/cuda/bin/ptxas and PATH); install the CUDA toolkit "
                  "or set TESSERA_PTXAS (--emit=ptx needs no ptxas)\n";
     return kInputError;
@@ -160,7 +199,15 @@ int cmdCompile(int argc, char **argv) {
                        : stage == Stage::GpuIR  ? r.gpuIR
                        : stage == Stage::LLVMIR ? r.llvmIR
                                                 : r.ptx;
-  if (cubin) {
+  if (resources) {
+    std::string binary, log;
+    if (!assembleCubin(result, arch, binary, log)) {
+      std::cerr << "tessera: error: ptxas failed for " << arch << ":\n"
+                << log << (log.empty() || log.back() == '\n' ? "" : "\n");
+      return kInputError;
+    }
+    result = resourceTable(r, parsePtxasLog(log));
+  } else if (cubin) {
     std::string binary, log;
     if (!assembleCubin(result, arch, binary, log)) {
       std::cerr << "tessera: error: ptxas failed for " << arch << ":\n"

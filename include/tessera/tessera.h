@@ -12,6 +12,7 @@
 
 #include "tessera/Benchmark.h"
 #include "tessera/Compiler.h"
+#include "tessera/Occupancy.h"
 #include "tessera/JIT.h"
 #include "tessera/Runtime.h"
 
