@@ -274,6 +274,11 @@ public:
 private:
   bool lowerBlock(Block &blk);
   bool lowerElementwise(Operation *op);
+  /// One lane of an elementwise op, its operands mapped to scalars: tile ops
+  /// with no arith/math equivalent (add_ptr, bitcast, ptr_to_int) become their
+  /// LLVM forms; the rest are cloned with the element type converted. Used
+  /// for register tiles and for virtual ones evaluated at coordinates alike.
+  Value emitScalarOp(Operation *op, IRMapping &map, Location loc);
   bool lowerConvertLayout(tgpu::ConvertLayoutOp op);
   bool lowerLoad(tile::LoadOp op);
   bool lowerStore(tile::StoreOp op);

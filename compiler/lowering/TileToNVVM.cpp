@@ -271,17 +271,7 @@ Value KernelLowering::elem(Value v, ArrayRef<Value> c, Location loc) {
       for (Value operand : op->getOperands())
         map.map(operand, isa<RankedTensorType>(operand.getType()) ? elem(operand, c, loc)
                                                                    : scalarOf(operand));
-      Operation *clone = nullptr;
-      if (auto ap = dyn_cast<tile::AddPtrOp>(op)) {
-        Type et = cast<tile::PtrType>(getElementTypeOrSelf(ap.getType())).getPointeeType();
-        r = LLVM::GEPOp::create(b_, loc, LLVM::LLVMPointerType::get(b_.getContext(), 1),
-                                convertElem(et), map.lookup(ap.getPtr()),
-                                ValueRange{map.lookup(ap.getOffset())});
-      } else {
-        clone = b_.clone(*op, map);
-        clone->getResult(0).setType(convertElem(getElementTypeOrSelf(op->getResult(0).getType())));
-        r = clone->getResult(0);
-      }
+      r = emitScalarOp(op, map, loc);
     }
   }
   vals_.remember(key, r);
@@ -502,34 +492,36 @@ bool KernelLowering::lowerConvertLayout(tgpu::ConvertLayoutOp op) {
   return true;
 }
 
+Value KernelLowering::emitScalarOp(Operation *op, IRMapping &map, Location loc) {
+  if (auto ap = dyn_cast<tile::AddPtrOp>(op)) {
+    Type et = cast<tile::PtrType>(getElementTypeOrSelf(ap.getType())).getPointeeType();
+    return LLVM::GEPOp::create(b_, loc, LLVM::LLVMPointerType::get(b_.getContext(), 1),
+                               convertElem(et), map.lookup(ap.getPtr()),
+                               ValueRange{map.lookup(ap.getOffset())});
+  }
+  if (auto bc = dyn_cast<tile::BitcastOp>(op)) {
+    Value x = map.lookup(bc.getSrc());
+    Type to = convertElem(getElementTypeOrSelf(bc.getType()));
+    if (x.getType() == to)
+      return x;
+    if (isa<LLVM::LLVMPointerType>(to))
+      return LLVM::IntToPtrOp::create(b_, loc, to, x);
+    if (isa<LLVM::LLVMPointerType>(x.getType()))
+      return LLVM::PtrToIntOp::create(b_, loc, to, x);
+    return arith::BitcastOp::create(b_, loc, to, x);
+  }
+  if (auto p2i = dyn_cast<tile::PtrToIntOp>(op))
+    return LLVM::PtrToIntOp::create(b_, loc, b_.getI64Type(), map.lookup(p2i.getSrc()));
+  Operation *clone = b_.clone(*op, map);
+  clone->getResult(0).setType(convertElem(getElementTypeOrSelf(op->getResult(0).getType())));
+  return clone->getResult(0);
+}
+
 bool KernelLowering::lowerElementwise(Operation *op) {
   Location loc = op->getLoc();
   Value res = op->getResult(0);
   auto rt = dyn_cast<RankedTensorType>(res.getType());
-  auto emitScalar = [&](IRMapping &map) -> Value {
-    if (auto ap = dyn_cast<tile::AddPtrOp>(op)) {
-      Type et = cast<tile::PtrType>(getElementTypeOrSelf(ap.getType())).getPointeeType();
-      return LLVM::GEPOp::create(b_, loc, LLVM::LLVMPointerType::get(b_.getContext(), 1),
-                                 convertElem(et), map.lookup(ap.getPtr()),
-                                 ValueRange{map.lookup(ap.getOffset())});
-    }
-    if (auto bc = dyn_cast<tile::BitcastOp>(op)) {
-      Value x = map.lookup(bc.getSrc());
-      Type to = convertElem(getElementTypeOrSelf(bc.getType()));
-      if (x.getType() == to)
-        return x;
-      if (isa<LLVM::LLVMPointerType>(to))
-        return LLVM::IntToPtrOp::create(b_, loc, to, x);
-      if (isa<LLVM::LLVMPointerType>(x.getType()))
-        return LLVM::PtrToIntOp::create(b_, loc, to, x);
-      return arith::BitcastOp::create(b_, loc, to, x);
-    }
-    if (auto p2i = dyn_cast<tile::PtrToIntOp>(op))
-      return LLVM::PtrToIntOp::create(b_, loc, b_.getI64Type(), map.lookup(p2i.getSrc()));
-    Operation *clone = b_.clone(*op, map);
-    clone->getResult(0).setType(convertElem(getElementTypeOrSelf(res.getType())));
-    return clone->getResult(0);
-  };
+  auto emitScalar = [&](IRMapping &map) -> Value { return emitScalarOp(op, map, loc); };
   if (!rt) {
     IRMapping map;
     for (Value operand : op->getOperands())
