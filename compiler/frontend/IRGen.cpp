@@ -29,17 +29,6 @@ bool hasDecorator(const FunctionDef &fn, const char *name) {
   return false;
 }
 
-bool fitsIn(int64_t v, DType d) {
-  switch (d.scalar) {
-  case ScalarType::i1: return v == 0 || v == 1;
-  case ScalarType::i8: return v >= -128 && v <= 127;
-  case ScalarType::u8: return v >= 0 && v <= 255;
-  case ScalarType::i16: return v >= -32768 && v <= 32767;
-  case ScalarType::i32: return v >= INT32_MIN && v <= INT32_MAX;
-  default: return true;
-  }
-}
-
 size_t editDistance(const std::string &a, const std::string &b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j)
@@ -561,16 +550,6 @@ bool IRGen::genKernel(ModuleOp module, const ModuleInfo &mod, const FunctionDef 
 // Statements
 //===----------------------------------------------------------------------===//
 
-bool IRGen::genBlock(const Block &block) {
-  for (const StmtPtr &s : block) {
-    if (frame().returned)
-      break;
-    if (!genStmt(*s))
-      return false;
-  }
-  return true;
-}
-
 bool IRGen::genStmt(const Stmt &s) {
   switch (s.kind) {
   case StmtKind::Expr:
@@ -630,10 +609,7 @@ bool IRGen::genStmt(const Stmt &s) {
     return true;
   case StmtKind::Break:
   case StmtKind::Continue:
-    fail(s.loc, std::string("'") + (s.kind == StmtKind::Break ? "break" : "continue") +
-                    "' is not supported; kernels use structured loops (put the condition "
-                    "in a 'while' loop instead)");
-    return false;
+    return genLoopExit(s);
   }
   return false;
 }
@@ -704,7 +680,13 @@ bool IRGen::genIf(const Stmt &s) {
   Value cond;
   if (!truthy(c, s.cond->loc, cond))
     return false;
-  Location ml = loc(s.loc);
+  return genRuntimeIf(cond, s.loc, [&] { return genBlock(s.body); },
+                      [&] { return genBlock(s.orelse); });
+}
+
+bool IRGen::genRuntimeIf(Value cond, Loc l, const std::function<bool()> &genThen,
+                         const std::function<bool()> &genElse) {
+  Location ml = loc(l);
   Scope before = frame().vars;
   auto ifOp = scf::IfOp::create(b_, ml, TypeRange{}, cond, /*addThenBlock=*/true,
                                 /*addElseBlock=*/true);
@@ -717,7 +699,7 @@ bool IRGen::genIf(const Stmt &s) {
       blocks[k]->back().erase();
     b_.setInsertionPointToEnd(blocks[k]);
     frame().vars = before;
-    if (!genBlock(k == 0 ? s.body : s.orelse))
+    if (!(k == 0 ? genThen : genElse)())
       return false;
     after[k] = frame().vars;
   }
@@ -741,7 +723,7 @@ bool IRGen::genIf(const Stmt &s) {
     SemValue tv = t, ev = e;
     bool numeric = (t.isConst() || t.isRuntime()) && (e.isConst() || e.isRuntime());
     if (!numeric) {
-      fail(s.loc, "variable '" + name + "' holds " + t.describe() + " in one branch and " +
+      fail(l, "variable '" + name + "' holds " + t.describe() + " in one branch and " +
                       e.describe() + " in the other; only numbers and tiles can differ "
                       "between branches of a run-time 'if'");
       return false;
@@ -772,18 +754,18 @@ bool IRGen::genIf(const Stmt &s) {
       SemValue &mine = k == 0 ? tv : ev;
       b_.setInsertionPointToEnd(blocks[k]);
       if (mine.isConst() || (mine.isRuntime() && !mine.type.isTile() && !shape.empty())) {
-        mine = castTo(mine, common, s.loc);
+        mine = castTo(mine, common, l);
         if (mine.ok())
-          mine = broadcastTo(mine, shape, s.loc);
+          mine = broadcastTo(mine, shape, l);
       } else if (!(tv.isRuntime() && ev.isRuntime()) && mine.type.elem != common &&
                  !mine.type.elem.isPointer()) {
-        mine = castTo(mine, common, s.loc); // an int side meeting a float constant
+        mine = castTo(mine, common, l); // an int side meeting a float constant
       }
       if (!mine.ok())
         return false;
     }
     if (tv.type != ev.type) {
-      fail(s.loc, "variable '" + name + "' is " + tv.type.str() + " after the 'if' branch but " +
+      fail(l, "variable '" + name + "' is " + tv.type.str() + " after the 'if' branch but " +
                       ev.type.str() + " after the 'else' branch");
       return false;
     }
@@ -810,7 +792,7 @@ bool IRGen::genIf(const Stmt &s) {
   for (int k = 0; k < 2; ++k)
     for (auto &[name, v] : after[k])
       if (!merged.count(name))
-        frame().scopedOut[name] = s.loc;
+        frame().scopedOut[name] = l;
   frame().vars = merged;
   return true;
 }
@@ -859,209 +841,6 @@ bool IRGen::closeLoop(const Scope &before, const std::set<std::string> &assigned
     if (!before.count(name))
       frame().scopedOut[name] = l;
   return true;
-}
-
-bool IRGen::genFor(const Stmt &s) {
-  const Expr &target = *s.targets[0];
-  if (target.kind != ExprKind::Name) {
-    fail(target.loc, "a for-loop variable must be a single name");
-    return false;
-  }
-  const Expr &iter = *s.value;
-  std::string kind = iter.kind == ExprKind::Call && iter.operands[0]->kind == ExprKind::Name
-                         ? iter.operands[0]->str
-                         : "";
-  if (kind != "range" && kind != "static_range") {
-    fail(iter.loc, "for loops iterate over range(...) or static_range(...)");
-    return false;
-  }
-  if (!iter.keywords.empty()) {
-    fail(iter.keywords[0].loc, kind + "() takes no keyword arguments");
-    return false;
-  }
-  if (iter.args.empty() || iter.args.size() > 3) {
-    fail(iter.loc, kind + "() takes 1 to 3 arguments, got " + std::to_string(iter.args.size()));
-    return false;
-  }
-  std::vector<SemValue> bounds;
-  for (const ExprPtr &a : iter.args) {
-    SemValue v = genExpr(*a);
-    if (!v.ok())
-      return false;
-    if (v.kind == SemValue::Bool)
-      v = SemValue::ofInt(v.b);
-    bool isInt = v.kind == SemValue::Int ||
-                 (v.isRuntime() && !v.type.isTile() && !v.type.elem.isPointer() &&
-                  !isFloat(v.type.elem.scalar));
-    if (!isInt) {
-      fail(a->loc, kind + "() bounds must be integers, got " + v.describe());
-      return false;
-    }
-    bounds.push_back(v);
-  }
-  SemValue lo = bounds.size() >= 2 ? bounds[0] : SemValue::ofInt(0);
-  SemValue hi = bounds.size() >= 2 ? bounds[1] : bounds[0];
-  SemValue step = bounds.size() == 3 ? bounds[2] : SemValue::ofInt(1);
-  Loc stepLoc = bounds.size() == 3 ? iter.args[2]->loc : iter.loc;
-
-  if (kind == "static_range") {
-    for (auto *v : {&lo, &hi, &step})
-      if (v->kind != SemValue::Int) {
-        fail(iter.loc, "static_range() bounds must be constexpr integers");
-        return false;
-      }
-    if (step.i == 0) {
-      fail(stepLoc, "static_range() step must not be zero");
-      return false;
-    }
-    int64_t trips = 0;
-    for (int64_t i = lo.i; step.i > 0 ? i < hi.i : i > hi.i; i += step.i) {
-      if (++trips > 4096) {
-        fail(iter.loc, "static_range() unrolls at most 4096 iterations");
-        return false;
-      }
-      frame().vars[target.str] = SemValue::ofInt(i);
-      if (!genBlock(s.body))
-        return false;
-      if (frame().returned)
-        break;
-    }
-    return true;
-  }
-
-  if (step.kind != SemValue::Int || step.i == 0) {
-    fail(stepLoc, "range() step must be a non-zero constexpr integer");
-    return false;
-  }
-  // Counting down: iterate j over [0, trips) and compute i = lo + j * step.
-  int64_t downStep = step.i < 0 ? -step.i : 0;
-  SemValue downLo = lo;
-  if (downStep) {
-    SemValue span = binary(BinOp::Sub, lo, hi, iter.loc); // > 0 when there is work
-    SemValue trips = span.ok() ? binary(BinOp::Add, span, SemValue::ofInt(downStep - 1), iter.loc) : span;
-    trips = trips.ok() ? binary(BinOp::FloorDiv, trips, SemValue::ofInt(downStep), iter.loc) : trips;
-    if (!trips.ok())
-      return false;
-    if (trips.isRuntime()) { // max(trips, 0): C division truncates toward zero
-      SemValue zero = castTo(SemValue::ofInt(0), trips.type.elem, iter.loc);
-      trips = SemValue::ofRuntime(arith::MaxSIOp::create(b_, loc(iter.loc), trips.value, zero.value),
-                                  trips.type);
-    } else if (trips.i < 0) {
-      trips = SemValue::ofInt(0);
-    }
-    lo = SemValue::ofInt(0);
-    hi = trips;
-    step = SemValue::ofInt(1);
-  }
-  DType ivType{ScalarType::i32, 0};
-  for (auto *v : {&lo, &hi})
-    if ((v->isRuntime() && v->type.elem.scalar == ScalarType::i64) ||
-        (v->kind == SemValue::Int && !fitsIn(v->i, ivType)))
-      ivType = DType{ScalarType::i64, 0};
-  lo = castTo(lo, ivType, iter.loc);
-  hi = castTo(hi, ivType, iter.loc);
-  step = castTo(step, ivType, iter.loc);
-  if (!lo.ok() || !hi.ok() || !step.ok())
-    return false;
-
-  std::set<std::string> assigned;
-  collectAssigned(s.body, assigned);
-  assigned.erase(target.str);
-  Scope before = frame().vars;
-  std::vector<std::string> carried;
-  std::vector<Value> inits;
-  std::vector<TileType> types;
-  for (const std::string &name : assigned) {
-    auto it = before.find(name);
-    if (it == before.end() || !(it->second.isConst() || it->second.isRuntime()))
-      continue;
-    SemValue v = toCarried(it->second, s.loc);
-    if (!v.ok())
-      return false;
-    carried.push_back(name);
-    inits.push_back(v.value);
-    types.push_back(v.type);
-  }
-  Location ml = loc(s.loc);
-  auto forOp = scf::ForOp::create(b_, ml, lo.value, hi.value, step.value, inits);
-  mlir::Block *body = forOp.getBody();
-  OpBuilder::InsertionGuard guard(b_);
-  if (!body->empty() && body->back().hasTrait<mlir::OpTrait::IsTerminator>())
-    body->back().erase();
-  b_.setInsertionPointToEnd(body);
-  frame().vars[target.str] = SemValue::ofRuntime(forOp.getInductionVar(), TileType{ivType, {}});
-  if (downStep) {
-    SemValue j = frame().vars[target.str];
-    SemValue off = binary(BinOp::Mul, j, SemValue::ofInt(downStep), iter.loc);
-    SemValue i = off.ok() ? binary(BinOp::Sub, downLo, off, iter.loc) : off;
-    if (!i.ok())
-      return false;
-    frame().vars[target.str] = castTo(i, ivType, iter.loc);
-  }
-  for (size_t i = 0; i < carried.size(); ++i)
-    frame().vars[carried[i]] = SemValue::ofRuntime(forOp.getRegionIterArgs()[i], types[i]);
-  frame().runtimeControlDepth++;
-  if (!genBlock(s.body))
-    return false;
-  frame().runtimeControlDepth--;
-  std::vector<Value> yields;
-  if (!carriedYields(carried, types, s.loc, yields))
-    return false;
-  scf::YieldOp::create(b_, ml, yields);
-  return closeLoop(before, assigned, carried, types, forOp.getResults(), s.loc);
-}
-
-bool IRGen::genWhile(const Stmt &s) {
-  std::set<std::string> assigned;
-  collectAssigned(s.body, assigned);
-  Scope before = frame().vars;
-  std::vector<std::string> carried;
-  std::vector<Value> inits;
-  std::vector<TileType> types;
-  std::vector<Type> mlirTypes;
-  std::vector<Location> locs;
-  Location ml = loc(s.loc);
-  for (const std::string &name : assigned) {
-    auto it = before.find(name);
-    if (it == before.end() || !(it->second.isConst() || it->second.isRuntime()))
-      continue;
-    SemValue v = toCarried(it->second, s.loc);
-    if (!v.ok())
-      return false;
-    carried.push_back(name);
-    inits.push_back(v.value);
-    types.push_back(v.type);
-    mlirTypes.push_back(toMlir(v.type));
-    locs.push_back(ml);
-  }
-  auto whileOp = scf::WhileOp::create(b_, ml, mlirTypes, inits);
-  OpBuilder::InsertionGuard guard(b_);
-  auto bind = [&](mlir::Block *blk) {
-    for (size_t i = 0; i < carried.size(); ++i)
-      frame().vars[carried[i]] = SemValue::ofRuntime(blk->getArgument(i), types[i]);
-  };
-  mlir::Block *beforeBlk = b_.createBlock(&whileOp.getBefore(), {}, mlirTypes, locs);
-  bind(beforeBlk);
-  SemValue c = genExpr(*s.cond);
-  if (!c.ok())
-    return false;
-  Value cond;
-  if (!truthy(c, s.cond->loc, cond))
-    return false;
-  scf::ConditionOp::create(b_, ml, cond, beforeBlk->getArguments());
-
-  mlir::Block *afterBlk = b_.createBlock(&whileOp.getAfter(), {}, mlirTypes, locs);
-  frame().vars = before;
-  bind(afterBlk);
-  frame().runtimeControlDepth++;
-  if (!genBlock(s.body))
-    return false;
-  frame().runtimeControlDepth--;
-  std::vector<Value> yields;
-  if (!carriedYields(carried, types, s.loc, yields))
-    return false;
-  scf::YieldOp::create(b_, ml, yields);
-  return closeLoop(before, assigned, carried, types, whileOp.getResults(), s.loc);
 }
 
 //===----------------------------------------------------------------------===//

@@ -79,9 +79,15 @@ SemValue BuiltinCall::onFma() {
 SemValue BuiltinCall::onWhere() {
   if (!bind({{"cond", "x", "y"}, 3}))
     return SemValue::invalid();
-  SemValue c;
-  if (!maskArg(a[0], c))
+  // A number or a pointer condition is true where it is nonzero (non-null), as in Triton.
+  SemValue c = a[0].value;
+  bool truthValue = c.isRuntime() && c.type.elem != DType{ScalarType::i1, 0};
+  if (truthValue)
+    c = castTo(c, DType{ScalarType::i1, 0}, a[0].loc);
+  else if (!maskArg(a[0], c))
     return SemValue::invalid();
+  if (!c.ok())
+    return c;
   SemValue x = a[1].value, y = a[2].value;
   if (!x.isRuntime() && !y.isRuntime())
     x = materialize(x, a[1].loc);
@@ -98,12 +104,12 @@ SemValue BuiltinCall::onWhere() {
   return SemValue::ofRuntime(arith::SelectOp::create(b_, ml, c.value, x.value, y.value), x.type);
 }
 
-// maximum, minimum
+// maximum, minimum (and max, min of two scalars)
 SemValue BuiltinCall::onMaximumMinimum() {
   if (!bind({{"x", "y"}, 2}))
     return SemValue::invalid();
   SemValue x = a[0].value, y = a[1].value;
-  bool mx = name == "maximum";
+  bool mx = name == "maximum" || name == "max";
   if (!x.isRuntime() && !y.isRuntime()) {
     SemValue lt = binary(BinOp::Lt, x, y, L);
     if (!lt.ok())
