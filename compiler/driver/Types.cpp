@@ -14,6 +14,9 @@ const char *scalarTypeName(ScalarType t) {
   case ScalarType::i1: return "i1";
   case ScalarType::i8: return "i8";
   case ScalarType::u8: return "u8";
+  case ScalarType::u16: return "u16";
+  case ScalarType::u32: return "u32";
+  case ScalarType::u64: return "u64";
   case ScalarType::i16: return "i16";
   case ScalarType::i32: return "i32";
   case ScalarType::i64: return "i64";
@@ -29,7 +32,8 @@ std::optional<ScalarType> parseScalarType(const std::string &name) {
   static const ScalarType all[] = {ScalarType::i1,  ScalarType::i8,  ScalarType::u8,
                                    ScalarType::i16, ScalarType::i32, ScalarType::i64,
                                    ScalarType::f16, ScalarType::bf16, ScalarType::f32,
-                                   ScalarType::f64};
+                                   ScalarType::f64, ScalarType::u16, ScalarType::u32,
+                                   ScalarType::u64};
   for (ScalarType t : all)
     if (name == scalarTypeName(t))
       return t;
@@ -42,11 +46,14 @@ unsigned scalarTypeBits(ScalarType t) {
   case ScalarType::i8:
   case ScalarType::u8: return 8;
   case ScalarType::i16:
+  case ScalarType::u16:
   case ScalarType::f16:
   case ScalarType::bf16: return 16;
   case ScalarType::i32:
+  case ScalarType::u32:
   case ScalarType::f32: return 32;
   case ScalarType::i64:
+  case ScalarType::u64:
   case ScalarType::f64: return 64;
   }
   return 0;
@@ -57,7 +64,10 @@ bool isFloat(ScalarType t) {
          t == ScalarType::f64;
 }
 
-bool isUnsigned(ScalarType t) { return t == ScalarType::u8 || t == ScalarType::i1; }
+bool isUnsigned(ScalarType t) {
+  return t == ScalarType::u8 || t == ScalarType::u16 || t == ScalarType::u32 ||
+         t == ScalarType::u64 || t == ScalarType::i1;
+}
 
 std::string DType::str() const {
   std::string s(pointerDepth > 0 ? static_cast<size_t>(pointerDepth) : 0, '*');

@@ -126,9 +126,12 @@ Type IRGen::toMlir(DType d) {
   case ScalarType::i1: t = b_.getI1Type(); break;
   case ScalarType::i8:
   case ScalarType::u8: t = b_.getI8Type(); break;
-  case ScalarType::i16: t = b_.getI16Type(); break;
-  case ScalarType::i32: t = b_.getI32Type(); break;
-  case ScalarType::i64: t = b_.getI64Type(); break;
+  case ScalarType::i16:
+  case ScalarType::u16: t = b_.getI16Type(); break;
+  case ScalarType::i32:
+  case ScalarType::u32: t = b_.getI32Type(); break;
+  case ScalarType::i64:
+  case ScalarType::u64: t = b_.getI64Type(); break;
   case ScalarType::f16: t = b_.getF16Type(); break;
   case ScalarType::bf16: t = b_.getBF16Type(); break;
   case ScalarType::f32: t = b_.getF32Type(); break;
@@ -254,7 +257,7 @@ SemValue IRGen::castTo(const SemValue &v0, DType to, Loc l) {
   }
   if (!ff && !tf) {
     if (fw == tw)
-      return result(x); // i8 <-> u8: same bits, new signedness
+      return result(x); // i32 <-> u32: same bits, new signedness
     if (fw < tw) {
       if (isUnsigned(from.scalar))
         return result(arith::ExtUIOp::create(b_, ml, mt, x));
@@ -885,7 +888,7 @@ static const char *const kBuiltinNames[] = {
     "sum", "max", "min", "argmax", "argmin", "exp", "exp2", "log", "log2", "sqrt", "rsqrt",
     "sin", "cos", "tanh", "erf", "floor", "ceil", "abs", "fma", "where", "maximum", "minimum",
     "cdiv", "multiple_of", "max_contiguous", "static_assert", "device_print", "cast", "bitcast",
-    "float", "int", "range", "static_range"};
+    "float", "int", "range", "static_range", "umulhi", "rand", "randn", "randint", "randint4x"};
 
 static bool isBuiltin(const std::string &name) {
   for (const char *b : kBuiltinNames)
@@ -1205,9 +1208,13 @@ SemValue IRGen::binary(BinOp op, const SemValue &lhs, const SemValue &rhs, Loc l
       return off;
     if (op == BinOp::Sub)
       off = binary(BinOp::Sub, SemValue::ofInt(0), off, l);
-    if (off.type.elem.scalar == ScalarType::i1 || off.type.elem.scalar == ScalarType::i8 ||
-        off.type.elem.scalar == ScalarType::u8 || off.type.elem.scalar == ScalarType::i16)
+    // Offsets are signed i32 or i64: narrower ones widen (unsigned ones
+    // zero-extend), a u32 widens to i64 so that offsets past 2^31 stay positive.
+    ScalarType os = off.type.elem.scalar;
+    if (scalarTypeBits(os) < 32)
       off = castTo(off, DType{ScalarType::i32, 0}, l);
+    else if (os == ScalarType::u32 || os == ScalarType::u64)
+      off = castTo(off, DType{ScalarType::i64, 0}, l);
     if (!off.ok())
       return off;
     auto shape = broadcastShapes(ptr.type.shape, off.type.shape, l);

@@ -11,6 +11,9 @@ bool fitsIn(int64_t v, DType d) {
   case ScalarType::u8: return v >= 0 && v <= 255;
   case ScalarType::i16: return v >= -32768 && v <= 32767;
   case ScalarType::i32: return v >= INT32_MIN && v <= INT32_MAX;
+  case ScalarType::u16: return v >= 0 && v <= 65535;
+  case ScalarType::u32: return v >= 0 && v <= int64_t(UINT32_MAX);
+  case ScalarType::u64: return v >= 0; // compile-time integers are 64-bit signed
   default: return true;
   }
 }

@@ -1,0 +1,8 @@
+// rand, randn, randint, randint4x.
+#include "BuiltinCall.h"
+
+namespace tessera::fe::builtins {
+
+SemValue BuiltinCall::onRandom() { return fail(L, name + "() is not implemented yet"); }
+
+} // namespace tessera::fe::builtins
