@@ -111,7 +111,8 @@ char constexprKind(const ConstexprValue &v) {
   case 0: return 'i'; // int64_t
   case 1: return 'f'; // double
   case 2: return 'b'; // bool
-  default: return 't'; // DType
+  case 3: return 't'; // DType
+  default: return 's'; // std::string
   }
 }
 
@@ -122,12 +123,43 @@ std::string constexprToString(const ConstexprValue &v) {
     return doubleToString(*d);
   if (auto *b = std::get_if<bool>(&v))
     return *b ? "true" : "false";
-  return std::get<DType>(v).str();
+  if (auto *t = std::get_if<DType>(&v))
+    return t->str();
+  std::string q = "\"";
+  for (char c : std::get<std::string>(v)) {
+    if (c == '"' || c == '\\')
+      q += '\\';
+    q += c;
+  }
+  return q + "\"";
 }
+
+namespace {
+// The contents of a string written in quotes ("..." or '...', with
+// backslash escapes), or nullopt.
+std::optional<std::string> unquote(const std::string &text) {
+  if (text.size() < 2 || (text[0] != '"' && text[0] != '\'') || text.back() != text[0])
+    return std::nullopt;
+  std::string s;
+  for (size_t i = 1; i + 1 < text.size(); ++i) {
+    if (text[i] == '\\') {
+      if (i + 2 == text.size())
+        return std::nullopt; // the closing quote is escaped
+      ++i;
+    } else if (text[i] == text[0]) {
+      return std::nullopt; // an unescaped quote inside
+    }
+    s += text[i];
+  }
+  return s;
+}
+} // namespace
 
 std::optional<ConstexprValue> parseConstexpr(const std::string &text) {
   if (text.empty())
     return std::nullopt;
+  if (auto s = unquote(text))
+    return ConstexprValue{*s};
   if (text == "true" || text == "True")
     return ConstexprValue{true};
   if (text == "false" || text == "False")

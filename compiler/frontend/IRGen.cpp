@@ -408,6 +408,8 @@ static SemValue fromConstexpr(const ConstexprValue &v) {
     return SemValue::ofFloat(*f);
   if (auto *b = std::get_if<bool>(&v))
     return SemValue::ofBool(*b);
+  if (auto *s = std::get_if<std::string>(&v))
+    return SemValue::ofStr(*s);
   return SemValue::ofDType(std::get<DType>(v));
 }
 
@@ -417,6 +419,7 @@ static std::optional<ConstexprValue> toConstexpr(const SemValue &v) {
   case SemValue::Float: return ConstexprValue(v.f);
   case SemValue::Bool: return ConstexprValue(v.b);
   case SemValue::DTypeV: return ConstexprValue(v.dtype);
+  case SemValue::Str: return ConstexprValue(v.s);
   default: return std::nullopt;
   }
 }
@@ -502,8 +505,8 @@ bool IRGen::genKernel(ModuleOp module, const ModuleInfo &mod, const FunctionDef 
       a = b_.getF64FloatAttr(*f);
     else if (auto *bv = std::get_if<bool>(&v))
       a = b_.getBoolAttr(*bv);
-    else
-      a = b_.getStringAttr(std::get<DType>(v).str());
+    else // a type ("f16") or a quoted string ("\"relu\""), as parseConstexpr reads them
+      a = b_.getStringAttr(constexprToString(v));
     cattrs.push_back(b_.getNamedAttr(name, a));
   }
   func->setAttr("tile.constexprs", b_.getDictionaryAttr(cattrs));
@@ -1097,6 +1100,8 @@ SemValue IRGen::constBinary(BinOp op, const SemValue &a0, const SemValue &b0, Lo
       eq = sameSem(a0, b0);
     return SemValue::ofBool(op == BinOp::Eq ? eq : !eq);
   }
+  if (op == BinOp::Add && a0.kind == SemValue::Str && b0.kind == SemValue::Str)
+    return SemValue::ofStr(a0.s + b0.s); // messages built from string constexprs
   if (!a0.isConst() || !b0.isConst())
     return fail(l, std::string("operator '") + spelling(op) + "' cannot be applied to " +
                        a0.describe() + " and " + b0.describe());
