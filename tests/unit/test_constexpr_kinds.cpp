@@ -4,6 +4,7 @@
 // no string reads as a number, a bool or a type).
 #include "TestSupport.h"
 
+#include "tessera/Autotune.h"
 #include "tessera/CompileOptions.h"
 #include "tessera/Compiler.h"
 #include "tessera/JIT.h"
@@ -129,4 +130,26 @@ TEST_CASE("string constexprs are checked like other values", "[language][constex
                 "    if ACT == n:\n        store(X, 1.0)\n")
             .find("e.tile:3:12: error: operator '==' cannot be applied to string \"relu\"") !=
         std::string::npos);
+}
+
+TEST_CASE("@autotune configs and prune= take string constexprs", "[language][constexpr]") {
+  const char *src = R"(
+@autotune(configs=[config(ACT="relu", BLOCK=64), config(ACT="gelu", BLOCK=64)],
+          prune="ACT != 'gelu'")
+@kernel
+def k(X: *f32, ACT: constexpr, BLOCK: constexpr):
+    r = arange(0, BLOCK)
+    if ACT == "relu":
+        store(X + r, maximum(load(X + r), 0.0))
+    else:
+        store(X + r, load(X + r))
+)";
+  CompileResult r = compileSource(src, "a.tile", "k", {}, Stage::Tile);
+  INFO(r.diagnostics);
+  REQUIRE(r.ok);
+  CHECK(r.tileIR.find("ACT = \"\\22relu\\22\"") != std::string::npos); // the first config's
+  auto space = r.configSpaces.at("k");
+  REQUIRE(space);
+  REQUIRE(space->configs.size() == 2);
+  CHECK(std::get<std::string>(space->configs[1].constexprs.at("ACT")) == "gelu");
 }
