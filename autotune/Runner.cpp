@@ -48,6 +48,9 @@ std::vector<double> toDoubles(const std::string &bytes, ScalarType t) {
   case ScalarType::u8: each(uint8_t()); break;
   case ScalarType::i8: each(int8_t()); break;
   case ScalarType::i16: each(int16_t()); break;
+  case ScalarType::u16: each(uint16_t()); break;
+  case ScalarType::u32: each(uint32_t()); break;
+  case ScalarType::u64: each(uint64_t()); break;
   case ScalarType::i32: each(int32_t()); break;
   case ScalarType::i64: each(int64_t()); break;
   case ScalarType::f16: halves(&f16::toFloat); break;

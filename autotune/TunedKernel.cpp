@@ -164,7 +164,9 @@ struct TunedKernel::State {
     case ScalarType::i8: return a.as<int8_t>();
     case ScalarType::i16: return a.as<int16_t>();
     case ScalarType::i32: return a.as<int32_t>();
-    default: return a.as<int64_t>();
+    case ScalarType::u16: return a.as<uint16_t>();
+    case ScalarType::u32: return a.as<uint32_t>();
+    default: return a.as<int64_t>(); // a u64 past 2^63 wraps, as any bucket key would
     }
   }
 

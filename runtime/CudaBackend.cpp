@@ -275,6 +275,8 @@ private:
       case ScalarType::i32: return a.as<int32_t>();
       case ScalarType::i16: return a.as<int16_t>();
       case ScalarType::i8: return a.as<int8_t>();
+      case ScalarType::u16: return a.as<uint16_t>();
+      case ScalarType::u32: return a.as<uint32_t>();
       case ScalarType::u8:
       case ScalarType::i1: return a.as<uint8_t>();
       default:

@@ -14,6 +14,9 @@ const char *scalarTypeName(ScalarType t) {
   case ScalarType::i1: return "i1";
   case ScalarType::i8: return "i8";
   case ScalarType::u8: return "u8";
+  case ScalarType::u16: return "u16";
+  case ScalarType::u32: return "u32";
+  case ScalarType::u64: return "u64";
   case ScalarType::i16: return "i16";
   case ScalarType::i32: return "i32";
   case ScalarType::i64: return "i64";
@@ -29,7 +32,8 @@ std::optional<ScalarType> parseScalarType(const std::string &name) {
   static const ScalarType all[] = {ScalarType::i1,  ScalarType::i8,  ScalarType::u8,
                                    ScalarType::i16, ScalarType::i32, ScalarType::i64,
                                    ScalarType::f16, ScalarType::bf16, ScalarType::f32,
-                                   ScalarType::f64};
+                                   ScalarType::f64, ScalarType::u16, ScalarType::u32,
+                                   ScalarType::u64};
   for (ScalarType t : all)
     if (name == scalarTypeName(t))
       return t;
@@ -42,11 +46,14 @@ unsigned scalarTypeBits(ScalarType t) {
   case ScalarType::i8:
   case ScalarType::u8: return 8;
   case ScalarType::i16:
+  case ScalarType::u16:
   case ScalarType::f16:
   case ScalarType::bf16: return 16;
   case ScalarType::i32:
+  case ScalarType::u32:
   case ScalarType::f32: return 32;
   case ScalarType::i64:
+  case ScalarType::u64:
   case ScalarType::f64: return 64;
   }
   return 0;
@@ -57,7 +64,10 @@ bool isFloat(ScalarType t) {
          t == ScalarType::f64;
 }
 
-bool isUnsigned(ScalarType t) { return t == ScalarType::u8 || t == ScalarType::i1; }
+bool isUnsigned(ScalarType t) {
+  return t == ScalarType::u8 || t == ScalarType::u16 || t == ScalarType::u32 ||
+         t == ScalarType::u64 || t == ScalarType::i1;
+}
 
 std::string DType::str() const {
   std::string s(pointerDepth > 0 ? static_cast<size_t>(pointerDepth) : 0, '*');
@@ -101,7 +111,8 @@ char constexprKind(const ConstexprValue &v) {
   case 0: return 'i'; // int64_t
   case 1: return 'f'; // double
   case 2: return 'b'; // bool
-  default: return 't'; // DType
+  case 3: return 't'; // DType
+  default: return 's'; // std::string
   }
 }
 
@@ -112,12 +123,43 @@ std::string constexprToString(const ConstexprValue &v) {
     return doubleToString(*d);
   if (auto *b = std::get_if<bool>(&v))
     return *b ? "true" : "false";
-  return std::get<DType>(v).str();
+  if (auto *t = std::get_if<DType>(&v))
+    return t->str();
+  std::string q = "\"";
+  for (char c : std::get<std::string>(v)) {
+    if (c == '"' || c == '\\')
+      q += '\\';
+    q += c;
+  }
+  return q + "\"";
 }
+
+namespace {
+// The contents of a string written in quotes ("..." or '...', with
+// backslash escapes), or nullopt.
+std::optional<std::string> unquote(const std::string &text) {
+  if (text.size() < 2 || (text[0] != '"' && text[0] != '\'') || text.back() != text[0])
+    return std::nullopt;
+  std::string s;
+  for (size_t i = 1; i + 1 < text.size(); ++i) {
+    if (text[i] == '\\') {
+      if (i + 2 == text.size())
+        return std::nullopt; // the closing quote is escaped
+      ++i;
+    } else if (text[i] == text[0]) {
+      return std::nullopt; // an unescaped quote inside
+    }
+    s += text[i];
+  }
+  return s;
+}
+} // namespace
 
 std::optional<ConstexprValue> parseConstexpr(const std::string &text) {
   if (text.empty())
     return std::nullopt;
+  if (auto s = unquote(text))
+    return ConstexprValue{*s};
   if (text == "true" || text == "True")
     return ConstexprValue{true};
   if (text == "false" || text == "False")

@@ -269,4 +269,27 @@ std::string dump(const Module &m) {
   return out;
 }
 
+bool hasLoopExit(const Block &block, StmtKind kind) {
+  for (const StmtPtr &s : block) {
+    if (s->kind == kind)
+      return true;
+    if (s->kind == StmtKind::For || s->kind == StmtKind::While)
+      continue; // its exits are its own
+    if (hasLoopExit(s->body, kind) || hasLoopExit(s->orelse, kind))
+      return true;
+  }
+  return false;
+}
+
+bool mayExitLoop(const Stmt &s) {
+  if (s.kind == StmtKind::Break || s.kind == StmtKind::Continue)
+    return true;
+  if (s.kind == StmtKind::For || s.kind == StmtKind::While)
+    return false;
+  for (StmtKind k : {StmtKind::Break, StmtKind::Continue})
+    if (hasLoopExit(s.body, k) || hasLoopExit(s.orelse, k))
+      return true;
+  return false;
+}
+
 } // namespace tessera::fe

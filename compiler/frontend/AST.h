@@ -182,6 +182,12 @@ struct Module {
 /// operand starts; for every other kind it is `e.loc`.
 Loc startLoc(const Expr &e);
 
+/// Whether `block` holds a `kind` statement (Break or Continue) that leaves
+/// the loop around the block: one not nested in an inner `for` or `while`.
+bool hasLoopExit(const Block &block, StmtKind kind);
+/// Whether `s` is, or holds, a break or continue of the loop around it.
+bool mayExitLoop(const Stmt &s);
+
 /// Debug renderings as S-expressions, e.g. `(+ a (* b 2))`,
 /// `(call f x (kw axis 0))`, `(sub x (: _ _) None)`; a module renders one
 /// declaration or statement per line with nested blocks indented.

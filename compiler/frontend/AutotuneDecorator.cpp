@@ -35,6 +35,7 @@ bool isIntegerType(const DType &t) {
     return false;
   switch (t.scalar) {
   case ScalarType::i8: case ScalarType::u8: case ScalarType::i16: case ScalarType::i32:
+  case ScalarType::u16: case ScalarType::u32: case ScalarType::u64:
   case ScalarType::i64:
     return true;
   default:

@@ -177,6 +177,12 @@ BuiltinCall::Handler BuiltinCall::handlerFor(const std::string &name) {
       {"maximum", &B::onMaximumMinimum},
       {"minimum", &B::onMaximumMinimum},
       {"cdiv", &B::onCdiv},
+      {"umulhi", &B::onUmulhi},
+      // random numbers (Philox-4x32-10, as Triton's)
+      {"rand", &B::onRandom},
+      {"randn", &B::onRandom},
+      {"randint", &B::onRandom},
+      {"randint4x", &B::onRandom},
       // hints, casts, compile-time checks, printing
       {"multiple_of", &B::onHint},
       {"max_contiguous", &B::onHint},

@@ -51,7 +51,7 @@ public:
         return c;
       return eval(constantTruthy(*c) ? *e.operands[0] : *e.operands[2]);
     }
-    case ExprKind::StringLit: return fail(e.loc, "a string is not a compile-time value here");
+    case ExprKind::StringLit: return Value(e.str);
     case ExprKind::NoneLit: return fail(e.loc, "None is not a compile-time value here");
     default:
       return fail(startLoc(e), "only numbers, booleans, types, names, operators and calls of "
@@ -132,11 +132,11 @@ private:
     if (op == BinOp::Eq || op == BinOp::Ne) {
       auto da = asDouble(a), db = asDouble(b);
       bool eq = da && db ? *da == *db
-                         : (std::holds_alternative<DType>(a) && std::holds_alternative<DType>(b) &&
-                            std::get<DType>(a) == std::get<DType>(b));
+                         : (!asDouble(a) && !asDouble(b) && a == b); // types, strings
       return Value(op == BinOp::Eq ? eq : !eq);
     }
-    if (std::holds_alternative<DType>(a) || std::holds_alternative<DType>(b))
+    if (std::holds_alternative<DType>(a) || std::holds_alternative<DType>(b) ||
+        std::holds_alternative<std::string>(a) || std::holds_alternative<std::string>(b))
       return fail(l, std::string("operator '") + spelling(op) + "' cannot be applied to " +
                          describeConstant(a) + " and " + describeConstant(b));
     Value x = numeric(a), y = numeric(b);
@@ -283,6 +283,8 @@ const Expr *findUnknownName(const Expr &e, const ConstantNames &names) {
 bool constantTruthy(const ConstexprValue &v) {
   if (auto d = asDouble(v))
     return *d != 0.0;
+  if (auto *s = std::get_if<std::string>(&v))
+    return !s->empty();
   return true;
 }
 
@@ -296,6 +298,8 @@ std::string describeConstant(const ConstexprValue &v) {
   }
   if (auto *b = std::get_if<bool>(&v))
     return std::string("constexpr bool ") + (*b ? "True" : "False");
+  if (auto *s = std::get_if<std::string>(&v))
+    return "constexpr string " + constexprToString(v);
   return "type " + std::get<DType>(v).str();
 }
 

@@ -29,17 +29,6 @@ bool hasDecorator(const FunctionDef &fn, const char *name) {
   return false;
 }
 
-bool fitsIn(int64_t v, DType d) {
-  switch (d.scalar) {
-  case ScalarType::i1: return v == 0 || v == 1;
-  case ScalarType::i8: return v >= -128 && v <= 127;
-  case ScalarType::u8: return v >= 0 && v <= 255;
-  case ScalarType::i16: return v >= -32768 && v <= 32767;
-  case ScalarType::i32: return v >= INT32_MIN && v <= INT32_MAX;
-  default: return true;
-  }
-}
-
 size_t editDistance(const std::string &a, const std::string &b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j)
@@ -137,9 +126,12 @@ Type IRGen::toMlir(DType d) {
   case ScalarType::i1: t = b_.getI1Type(); break;
   case ScalarType::i8:
   case ScalarType::u8: t = b_.getI8Type(); break;
-  case ScalarType::i16: t = b_.getI16Type(); break;
-  case ScalarType::i32: t = b_.getI32Type(); break;
-  case ScalarType::i64: t = b_.getI64Type(); break;
+  case ScalarType::i16:
+  case ScalarType::u16: t = b_.getI16Type(); break;
+  case ScalarType::i32:
+  case ScalarType::u32: t = b_.getI32Type(); break;
+  case ScalarType::i64:
+  case ScalarType::u64: t = b_.getI64Type(); break;
   case ScalarType::f16: t = b_.getF16Type(); break;
   case ScalarType::bf16: t = b_.getBF16Type(); break;
   case ScalarType::f32: t = b_.getF32Type(); break;
@@ -265,7 +257,7 @@ SemValue IRGen::castTo(const SemValue &v0, DType to, Loc l) {
   }
   if (!ff && !tf) {
     if (fw == tw)
-      return result(x); // i8 <-> u8: same bits, new signedness
+      return result(x); // i32 <-> u32: same bits, new signedness
     if (fw < tw) {
       if (isUnsigned(from.scalar))
         return result(arith::ExtUIOp::create(b_, ml, mt, x));
@@ -416,6 +408,8 @@ static SemValue fromConstexpr(const ConstexprValue &v) {
     return SemValue::ofFloat(*f);
   if (auto *b = std::get_if<bool>(&v))
     return SemValue::ofBool(*b);
+  if (auto *s = std::get_if<std::string>(&v))
+    return SemValue::ofStr(*s);
   return SemValue::ofDType(std::get<DType>(v));
 }
 
@@ -425,6 +419,7 @@ static std::optional<ConstexprValue> toConstexpr(const SemValue &v) {
   case SemValue::Float: return ConstexprValue(v.f);
   case SemValue::Bool: return ConstexprValue(v.b);
   case SemValue::DTypeV: return ConstexprValue(v.dtype);
+  case SemValue::Str: return ConstexprValue(v.s);
   default: return std::nullopt;
   }
 }
@@ -510,8 +505,8 @@ bool IRGen::genKernel(ModuleOp module, const ModuleInfo &mod, const FunctionDef 
       a = b_.getF64FloatAttr(*f);
     else if (auto *bv = std::get_if<bool>(&v))
       a = b_.getBoolAttr(*bv);
-    else
-      a = b_.getStringAttr(std::get<DType>(v).str());
+    else // a type ("f16") or a quoted string ("\"relu\""), as parseConstexpr reads them
+      a = b_.getStringAttr(constexprToString(v));
     cattrs.push_back(b_.getNamedAttr(name, a));
   }
   func->setAttr("tile.constexprs", b_.getDictionaryAttr(cattrs));
@@ -560,16 +555,6 @@ bool IRGen::genKernel(ModuleOp module, const ModuleInfo &mod, const FunctionDef 
 //===----------------------------------------------------------------------===//
 // Statements
 //===----------------------------------------------------------------------===//
-
-bool IRGen::genBlock(const Block &block) {
-  for (const StmtPtr &s : block) {
-    if (frame().returned)
-      break;
-    if (!genStmt(*s))
-      return false;
-  }
-  return true;
-}
 
 bool IRGen::genStmt(const Stmt &s) {
   switch (s.kind) {
@@ -630,10 +615,7 @@ bool IRGen::genStmt(const Stmt &s) {
     return true;
   case StmtKind::Break:
   case StmtKind::Continue:
-    fail(s.loc, std::string("'") + (s.kind == StmtKind::Break ? "break" : "continue") +
-                    "' is not supported; kernels use structured loops (put the condition "
-                    "in a 'while' loop instead)");
-    return false;
+    return genLoopExit(s);
   }
   return false;
 }
@@ -704,7 +686,13 @@ bool IRGen::genIf(const Stmt &s) {
   Value cond;
   if (!truthy(c, s.cond->loc, cond))
     return false;
-  Location ml = loc(s.loc);
+  return genRuntimeIf(cond, s.loc, [&] { return genBlock(s.body); },
+                      [&] { return genBlock(s.orelse); });
+}
+
+bool IRGen::genRuntimeIf(Value cond, Loc l, const std::function<bool()> &genThen,
+                         const std::function<bool()> &genElse) {
+  Location ml = loc(l);
   Scope before = frame().vars;
   auto ifOp = scf::IfOp::create(b_, ml, TypeRange{}, cond, /*addThenBlock=*/true,
                                 /*addElseBlock=*/true);
@@ -717,7 +705,7 @@ bool IRGen::genIf(const Stmt &s) {
       blocks[k]->back().erase();
     b_.setInsertionPointToEnd(blocks[k]);
     frame().vars = before;
-    if (!genBlock(k == 0 ? s.body : s.orelse))
+    if (!(k == 0 ? genThen : genElse)())
       return false;
     after[k] = frame().vars;
   }
@@ -741,7 +729,7 @@ bool IRGen::genIf(const Stmt &s) {
     SemValue tv = t, ev = e;
     bool numeric = (t.isConst() || t.isRuntime()) && (e.isConst() || e.isRuntime());
     if (!numeric) {
-      fail(s.loc, "variable '" + name + "' holds " + t.describe() + " in one branch and " +
+      fail(l, "variable '" + name + "' holds " + t.describe() + " in one branch and " +
                       e.describe() + " in the other; only numbers and tiles can differ "
                       "between branches of a run-time 'if'");
       return false;
@@ -772,18 +760,18 @@ bool IRGen::genIf(const Stmt &s) {
       SemValue &mine = k == 0 ? tv : ev;
       b_.setInsertionPointToEnd(blocks[k]);
       if (mine.isConst() || (mine.isRuntime() && !mine.type.isTile() && !shape.empty())) {
-        mine = castTo(mine, common, s.loc);
+        mine = castTo(mine, common, l);
         if (mine.ok())
-          mine = broadcastTo(mine, shape, s.loc);
+          mine = broadcastTo(mine, shape, l);
       } else if (!(tv.isRuntime() && ev.isRuntime()) && mine.type.elem != common &&
                  !mine.type.elem.isPointer()) {
-        mine = castTo(mine, common, s.loc); // an int side meeting a float constant
+        mine = castTo(mine, common, l); // an int side meeting a float constant
       }
       if (!mine.ok())
         return false;
     }
     if (tv.type != ev.type) {
-      fail(s.loc, "variable '" + name + "' is " + tv.type.str() + " after the 'if' branch but " +
+      fail(l, "variable '" + name + "' is " + tv.type.str() + " after the 'if' branch but " +
                       ev.type.str() + " after the 'else' branch");
       return false;
     }
@@ -810,7 +798,7 @@ bool IRGen::genIf(const Stmt &s) {
   for (int k = 0; k < 2; ++k)
     for (auto &[name, v] : after[k])
       if (!merged.count(name))
-        frame().scopedOut[name] = s.loc;
+        frame().scopedOut[name] = l;
   frame().vars = merged;
   return true;
 }
@@ -861,209 +849,6 @@ bool IRGen::closeLoop(const Scope &before, const std::set<std::string> &assigned
   return true;
 }
 
-bool IRGen::genFor(const Stmt &s) {
-  const Expr &target = *s.targets[0];
-  if (target.kind != ExprKind::Name) {
-    fail(target.loc, "a for-loop variable must be a single name");
-    return false;
-  }
-  const Expr &iter = *s.value;
-  std::string kind = iter.kind == ExprKind::Call && iter.operands[0]->kind == ExprKind::Name
-                         ? iter.operands[0]->str
-                         : "";
-  if (kind != "range" && kind != "static_range") {
-    fail(iter.loc, "for loops iterate over range(...) or static_range(...)");
-    return false;
-  }
-  if (!iter.keywords.empty()) {
-    fail(iter.keywords[0].loc, kind + "() takes no keyword arguments");
-    return false;
-  }
-  if (iter.args.empty() || iter.args.size() > 3) {
-    fail(iter.loc, kind + "() takes 1 to 3 arguments, got " + std::to_string(iter.args.size()));
-    return false;
-  }
-  std::vector<SemValue> bounds;
-  for (const ExprPtr &a : iter.args) {
-    SemValue v = genExpr(*a);
-    if (!v.ok())
-      return false;
-    if (v.kind == SemValue::Bool)
-      v = SemValue::ofInt(v.b);
-    bool isInt = v.kind == SemValue::Int ||
-                 (v.isRuntime() && !v.type.isTile() && !v.type.elem.isPointer() &&
-                  !isFloat(v.type.elem.scalar));
-    if (!isInt) {
-      fail(a->loc, kind + "() bounds must be integers, got " + v.describe());
-      return false;
-    }
-    bounds.push_back(v);
-  }
-  SemValue lo = bounds.size() >= 2 ? bounds[0] : SemValue::ofInt(0);
-  SemValue hi = bounds.size() >= 2 ? bounds[1] : bounds[0];
-  SemValue step = bounds.size() == 3 ? bounds[2] : SemValue::ofInt(1);
-  Loc stepLoc = bounds.size() == 3 ? iter.args[2]->loc : iter.loc;
-
-  if (kind == "static_range") {
-    for (auto *v : {&lo, &hi, &step})
-      if (v->kind != SemValue::Int) {
-        fail(iter.loc, "static_range() bounds must be constexpr integers");
-        return false;
-      }
-    if (step.i == 0) {
-      fail(stepLoc, "static_range() step must not be zero");
-      return false;
-    }
-    int64_t trips = 0;
-    for (int64_t i = lo.i; step.i > 0 ? i < hi.i : i > hi.i; i += step.i) {
-      if (++trips > 4096) {
-        fail(iter.loc, "static_range() unrolls at most 4096 iterations");
-        return false;
-      }
-      frame().vars[target.str] = SemValue::ofInt(i);
-      if (!genBlock(s.body))
-        return false;
-      if (frame().returned)
-        break;
-    }
-    return true;
-  }
-
-  if (step.kind != SemValue::Int || step.i == 0) {
-    fail(stepLoc, "range() step must be a non-zero constexpr integer");
-    return false;
-  }
-  // Counting down: iterate j over [0, trips) and compute i = lo + j * step.
-  int64_t downStep = step.i < 0 ? -step.i : 0;
-  SemValue downLo = lo;
-  if (downStep) {
-    SemValue span = binary(BinOp::Sub, lo, hi, iter.loc); // > 0 when there is work
-    SemValue trips = span.ok() ? binary(BinOp::Add, span, SemValue::ofInt(downStep - 1), iter.loc) : span;
-    trips = trips.ok() ? binary(BinOp::FloorDiv, trips, SemValue::ofInt(downStep), iter.loc) : trips;
-    if (!trips.ok())
-      return false;
-    if (trips.isRuntime()) { // max(trips, 0): C division truncates toward zero
-      SemValue zero = castTo(SemValue::ofInt(0), trips.type.elem, iter.loc);
-      trips = SemValue::ofRuntime(arith::MaxSIOp::create(b_, loc(iter.loc), trips.value, zero.value),
-                                  trips.type);
-    } else if (trips.i < 0) {
-      trips = SemValue::ofInt(0);
-    }
-    lo = SemValue::ofInt(0);
-    hi = trips;
-    step = SemValue::ofInt(1);
-  }
-  DType ivType{ScalarType::i32, 0};
-  for (auto *v : {&lo, &hi})
-    if ((v->isRuntime() && v->type.elem.scalar == ScalarType::i64) ||
-        (v->kind == SemValue::Int && !fitsIn(v->i, ivType)))
-      ivType = DType{ScalarType::i64, 0};
-  lo = castTo(lo, ivType, iter.loc);
-  hi = castTo(hi, ivType, iter.loc);
-  step = castTo(step, ivType, iter.loc);
-  if (!lo.ok() || !hi.ok() || !step.ok())
-    return false;
-
-  std::set<std::string> assigned;
-  collectAssigned(s.body, assigned);
-  assigned.erase(target.str);
-  Scope before = frame().vars;
-  std::vector<std::string> carried;
-  std::vector<Value> inits;
-  std::vector<TileType> types;
-  for (const std::string &name : assigned) {
-    auto it = before.find(name);
-    if (it == before.end() || !(it->second.isConst() || it->second.isRuntime()))
-      continue;
-    SemValue v = toCarried(it->second, s.loc);
-    if (!v.ok())
-      return false;
-    carried.push_back(name);
-    inits.push_back(v.value);
-    types.push_back(v.type);
-  }
-  Location ml = loc(s.loc);
-  auto forOp = scf::ForOp::create(b_, ml, lo.value, hi.value, step.value, inits);
-  mlir::Block *body = forOp.getBody();
-  OpBuilder::InsertionGuard guard(b_);
-  if (!body->empty() && body->back().hasTrait<mlir::OpTrait::IsTerminator>())
-    body->back().erase();
-  b_.setInsertionPointToEnd(body);
-  frame().vars[target.str] = SemValue::ofRuntime(forOp.getInductionVar(), TileType{ivType, {}});
-  if (downStep) {
-    SemValue j = frame().vars[target.str];
-    SemValue off = binary(BinOp::Mul, j, SemValue::ofInt(downStep), iter.loc);
-    SemValue i = off.ok() ? binary(BinOp::Sub, downLo, off, iter.loc) : off;
-    if (!i.ok())
-      return false;
-    frame().vars[target.str] = castTo(i, ivType, iter.loc);
-  }
-  for (size_t i = 0; i < carried.size(); ++i)
-    frame().vars[carried[i]] = SemValue::ofRuntime(forOp.getRegionIterArgs()[i], types[i]);
-  frame().runtimeControlDepth++;
-  if (!genBlock(s.body))
-    return false;
-  frame().runtimeControlDepth--;
-  std::vector<Value> yields;
-  if (!carriedYields(carried, types, s.loc, yields))
-    return false;
-  scf::YieldOp::create(b_, ml, yields);
-  return closeLoop(before, assigned, carried, types, forOp.getResults(), s.loc);
-}
-
-bool IRGen::genWhile(const Stmt &s) {
-  std::set<std::string> assigned;
-  collectAssigned(s.body, assigned);
-  Scope before = frame().vars;
-  std::vector<std::string> carried;
-  std::vector<Value> inits;
-  std::vector<TileType> types;
-  std::vector<Type> mlirTypes;
-  std::vector<Location> locs;
-  Location ml = loc(s.loc);
-  for (const std::string &name : assigned) {
-    auto it = before.find(name);
-    if (it == before.end() || !(it->second.isConst() || it->second.isRuntime()))
-      continue;
-    SemValue v = toCarried(it->second, s.loc);
-    if (!v.ok())
-      return false;
-    carried.push_back(name);
-    inits.push_back(v.value);
-    types.push_back(v.type);
-    mlirTypes.push_back(toMlir(v.type));
-    locs.push_back(ml);
-  }
-  auto whileOp = scf::WhileOp::create(b_, ml, mlirTypes, inits);
-  OpBuilder::InsertionGuard guard(b_);
-  auto bind = [&](mlir::Block *blk) {
-    for (size_t i = 0; i < carried.size(); ++i)
-      frame().vars[carried[i]] = SemValue::ofRuntime(blk->getArgument(i), types[i]);
-  };
-  mlir::Block *beforeBlk = b_.createBlock(&whileOp.getBefore(), {}, mlirTypes, locs);
-  bind(beforeBlk);
-  SemValue c = genExpr(*s.cond);
-  if (!c.ok())
-    return false;
-  Value cond;
-  if (!truthy(c, s.cond->loc, cond))
-    return false;
-  scf::ConditionOp::create(b_, ml, cond, beforeBlk->getArguments());
-
-  mlir::Block *afterBlk = b_.createBlock(&whileOp.getAfter(), {}, mlirTypes, locs);
-  frame().vars = before;
-  bind(afterBlk);
-  frame().runtimeControlDepth++;
-  if (!genBlock(s.body))
-    return false;
-  frame().runtimeControlDepth--;
-  std::vector<Value> yields;
-  if (!carriedYields(carried, types, s.loc, yields))
-    return false;
-  scf::YieldOp::create(b_, ml, yields);
-  return closeLoop(before, assigned, carried, types, whileOp.getResults(), s.loc);
-}
-
 //===----------------------------------------------------------------------===//
 // Expressions
 //===----------------------------------------------------------------------===//
@@ -1106,7 +891,7 @@ static const char *const kBuiltinNames[] = {
     "sum", "max", "min", "argmax", "argmin", "exp", "exp2", "log", "log2", "sqrt", "rsqrt",
     "sin", "cos", "tanh", "erf", "floor", "ceil", "abs", "fma", "where", "maximum", "minimum",
     "cdiv", "multiple_of", "max_contiguous", "static_assert", "device_print", "cast", "bitcast",
-    "float", "int", "range", "static_range"};
+    "float", "int", "range", "static_range", "umulhi", "rand", "randn", "randint", "randint4x"};
 
 static bool isBuiltin(const std::string &name) {
   for (const char *b : kBuiltinNames)
@@ -1315,6 +1100,8 @@ SemValue IRGen::constBinary(BinOp op, const SemValue &a0, const SemValue &b0, Lo
       eq = sameSem(a0, b0);
     return SemValue::ofBool(op == BinOp::Eq ? eq : !eq);
   }
+  if (op == BinOp::Add && a0.kind == SemValue::Str && b0.kind == SemValue::Str)
+    return SemValue::ofStr(a0.s + b0.s); // messages built from string constexprs
   if (!a0.isConst() || !b0.isConst())
     return fail(l, std::string("operator '") + spelling(op) + "' cannot be applied to " +
                        a0.describe() + " and " + b0.describe());
@@ -1426,9 +1213,13 @@ SemValue IRGen::binary(BinOp op, const SemValue &lhs, const SemValue &rhs, Loc l
       return off;
     if (op == BinOp::Sub)
       off = binary(BinOp::Sub, SemValue::ofInt(0), off, l);
-    if (off.type.elem.scalar == ScalarType::i1 || off.type.elem.scalar == ScalarType::i8 ||
-        off.type.elem.scalar == ScalarType::u8 || off.type.elem.scalar == ScalarType::i16)
+    // Offsets are signed i32 or i64: narrower ones widen (unsigned ones
+    // zero-extend), a u32 widens to i64 so that offsets past 2^31 stay positive.
+    ScalarType os = off.type.elem.scalar;
+    if (scalarTypeBits(os) < 32)
       off = castTo(off, DType{ScalarType::i32, 0}, l);
+    else if (os == ScalarType::u32 || os == ScalarType::u64)
+      off = castTo(off, DType{ScalarType::i64, 0}, l);
     if (!off.ok())
       return off;
     auto shape = broadcastShapes(ptr.type.shape, off.type.shape, l);

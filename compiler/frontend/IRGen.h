@@ -71,16 +71,45 @@ private:
     bool returned = false;
     SemValue returnValue;
     int runtimeControlDepth = 0; // nesting of scf regions in this frame
+    int loopDepth = 0;           // loops (run-time or static) around the current statement
     std::map<std::string, Loc> scopedOut; // names dropped at the end of a region
   };
 
   // Statements.
-  bool genBlock(const Block &block);
+  bool genBlock(const Block &block) { return genBlockFrom(block, 0); }
+  /// Statements `first..` of `block`. After a statement that may leave the
+  /// iteration (break/continue), the rest runs under a run-time `if`.
+  bool genBlockFrom(const Block &block, size_t first);
   bool genStmt(const Stmt &s);
   bool genAssign(const Expr &target, SemValue value, Loc l);
   bool genIf(const Stmt &s);
+  /// A run-time `if` on `cond`: each generator fills one branch; the variables
+  /// they change are merged after it (yielded by the scf.if).
+  bool genRuntimeIf(mlir::Value cond, Loc l, const std::function<bool()> &genThen,
+                    const std::function<bool()> &genElse);
   bool genFor(const Stmt &s);
+  bool genStaticRange(const Stmt &s, int64_t lo, int64_t hi, int64_t step, Loc iterLoc);
+  bool genRangeLoop(const Stmt &s, SemValue lo, SemValue hi, SemValue step, Loc iterLoc);
+  /// Iterations of range(lo, hi, step) with a run-time step, as Python counts
+  /// them (0 for a zero step), in the type of the bounds.
+  SemValue runtimeTripCount(const SemValue &lo, const SemValue &hi, const SemValue &step, Loc l);
   bool genWhile(const Stmt &s);
+
+  // break/continue (LoopExits.cpp). A loop's exits are the frame variables
+  // kBreakFlag (carried across iterations) and kContinueFlag (reset each
+  // iteration); statements after a possible exit run only while both are false.
+  static constexpr const char *kBreakFlag = "%break";
+  static constexpr const char *kContinueFlag = "%continue";
+  struct OuterLoopExits {
+    std::optional<SemValue> brk, cont;
+  };
+  /// Hides the enclosing loop's exit flags while an inner loop is generated.
+  OuterLoopExits enterLoop();
+  void exitLoop(const OuterLoopExits &outer);
+  bool genLoopExit(const Stmt &s);
+  /// True when the current iteration has left (break or continue): a
+  /// compile-time bool, or a run-time i1 scalar.
+  SemValue iterationLeft(Loc l);
   void collectAssigned(const Block &block, std::set<std::string> &out);
   /// After a loop: checks that non-numeric values did not change, restores the
   /// scope and binds the carried variables to the loop's results.

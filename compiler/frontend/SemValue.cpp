@@ -4,6 +4,20 @@
 
 namespace tessera::fe {
 
+bool fitsIn(int64_t v, DType d) {
+  switch (d.scalar) {
+  case ScalarType::i1: return v == 0 || v == 1;
+  case ScalarType::i8: return v >= -128 && v <= 127;
+  case ScalarType::u8: return v >= 0 && v <= 255;
+  case ScalarType::i16: return v >= -32768 && v <= 32767;
+  case ScalarType::i32: return v >= INT32_MIN && v <= INT32_MAX;
+  case ScalarType::u16: return v >= 0 && v <= 65535;
+  case ScalarType::u32: return v >= 0 && v <= int64_t(UINT32_MAX);
+  case ScalarType::u64: return v >= 0; // compile-time integers are 64-bit signed
+  default: return true;
+  }
+}
+
 std::string shapeStr(const std::vector<int64_t> &shape) {
   std::ostringstream os;
   os << "(";

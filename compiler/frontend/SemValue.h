@@ -29,6 +29,9 @@ struct TileType {
 
 std::string shapeStr(const std::vector<int64_t> &shape); // "(64, 32)"
 
+/// Whether the integer `v` is a value of the integer type `d` (true for floats).
+bool fitsIn(int64_t v, DType d);
+
 struct SemValue {
   enum Kind { Invalid, Int, Float, Bool, DTypeV, Str, None, Tuple, Slice, Runtime, Func };
   Kind kind = Invalid;

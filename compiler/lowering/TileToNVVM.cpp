@@ -1366,6 +1366,10 @@ bool KernelLowering::lowerIf(scf::IfOp op) {
 
 bool KernelLowering::lowerWhile(scf::WhileOp op) {
   Location loc = op.getLoc();
+  // Only scf.for loops are pipelined; a `for` with a `break` arrives as a while loop.
+  if (llvm::any_of(op.getAfterBody()->getOperations(), [](Operation &o) { return isa<tile::DotOp>(o); }))
+    remark(op, "dot loop not pipelined: it is a 'while' loop, or a 'for' loop with 'break' "
+               "(only a 'for' loop without 'break' is pipelined)");
   SmallVector<Value> inits;
   for (Value v : op.getInits())
     flatten(v, inits, loc);

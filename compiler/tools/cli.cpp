@@ -54,12 +54,13 @@ bool parseDefine(const std::string &v, std::map<std::string, ConstexprValue> &de
   }
   std::string name = v.substr(0, eq), text = v.substr(eq + 1);
   auto cv = parseConstexpr(text);
-  if (!cv) {
-    error = "cannot parse the value of -D " + name + ": '" + text +
-            "' (expected an integer, a float, True/False or a type)";
+  if (!cv && text.empty()) {
+    error = "-D " + name + " has no value (write -D " + name + "=VALUE; an empty string is "
+            "-D " + name + "='\"\"')";
     return false;
   }
-  defines[name] = *cv;
+  // Anything else that is not a number, a bool, a type or a quoted string is a string.
+  defines[name] = cv ? *cv : ConstexprValue{text};
   return true;
 }
 

@@ -52,8 +52,9 @@ Compiles every @kernel in FILE (or only --kernel NAME) and prints the result.
 
 options:
   --kernel NAME      compile only this kernel
-  -D NAME=VALUE      set a constexpr parameter (int, float, True/False, or a type
-                     such as f16); repeatable; overrides the kernel's default
+  -D NAME=VALUE      set a constexpr parameter (int, float, True/False, a type
+                     such as f16, or else a string: -D ACT=relu); repeatable;
+                     overrides the kernel's default
   --emit=KIND        what to produce (default tile):
                        tile    the verified tile IR
                        layout  the tile IR with GPU layouts: tgpu encodings on

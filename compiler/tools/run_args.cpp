@@ -64,6 +64,18 @@ bool parseScalar(const std::string &text, ScalarType t, ArgValue &out) {
       return false;
     out = ArgValue::scalar(int32_t(v));
     return true;
+  case ScalarType::u16:
+    if (v < 0 || v > 65535) return false;
+    out = ArgValue::scalar(uint16_t(v));
+    return true;
+  case ScalarType::u32:
+    if (v < 0 || v > int64_t(std::numeric_limits<uint32_t>::max())) return false;
+    out = ArgValue::scalar(uint32_t(v));
+    return true;
+  case ScalarType::u64:
+    if (v < 0) return false;
+    out = ArgValue::scalar(uint64_t(v));
+    return true;
   default:
     out = ArgValue::scalar(int64_t(v));
     return true;
@@ -124,13 +136,16 @@ size_t elementBytes(ScalarType t) {
   case ScalarType::u8:
     return 1;
   case ScalarType::i16:
+  case ScalarType::u16:
   case ScalarType::f16:
   case ScalarType::bf16:
     return 2;
   case ScalarType::i32:
+  case ScalarType::u32:
   case ScalarType::f32:
     return 4;
   case ScalarType::i64:
+  case ScalarType::u64:
   case ScalarType::f64:
     return 8;
   }
@@ -145,6 +160,9 @@ double elementValue(const unsigned char *p, ScalarType t) {
   case ScalarType::i8: { int8_t v; std::memcpy(&v, p, 1); return v; }
   case ScalarType::u8: return *p;
   case ScalarType::i16: { int16_t v; std::memcpy(&v, p, 2); return v; }
+  case ScalarType::u16: { uint16_t v; std::memcpy(&v, p, 2); return v; }
+  case ScalarType::u32: { uint32_t v; std::memcpy(&v, p, 4); return v; }
+  case ScalarType::u64: { uint64_t v; std::memcpy(&v, p, 8); return double(v); }
   case ScalarType::i32: { int32_t v; std::memcpy(&v, p, 4); return v; }
   case ScalarType::i64: { int64_t v; std::memcpy(&v, p, 8); return double(v); }
   case ScalarType::f16: { uint16_t b; std::memcpy(&b, p, 2); return f16::toFloat(b); }
@@ -242,7 +260,9 @@ bool makeInputs(const KernelSignature &sig, const std::vector<ArgSpec> &specs, u
         switch (b.type) {
         case ScalarType::i1: e[0] = uint8_t(r & 1); break;
         case ScalarType::i8: case ScalarType::u8: e[0] = uint8_t(iv); break;
-        case ScalarType::i16: { int16_t v = int16_t(iv); std::memcpy(e, &v, 2); break; }
+        case ScalarType::i16: case ScalarType::u16: { int16_t v = int16_t(iv); std::memcpy(e, &v, 2); break; }
+        case ScalarType::u32: { int32_t v = int32_t(iv); std::memcpy(e, &v, 4); break; }
+        case ScalarType::u64: std::memcpy(e, &iv, 8); break;
         case ScalarType::i32: { int32_t v = int32_t(iv); std::memcpy(e, &v, 4); break; }
         case ScalarType::i64: std::memcpy(e, &iv, 8); break;
         case ScalarType::f16: { uint16_t h = f16::fromFloat(float(u24)); std::memcpy(e, &h, 2); break; }

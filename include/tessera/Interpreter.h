@@ -46,6 +46,9 @@ struct InterpArg {
   static InterpArg i8(int8_t v) { return {false, uint64_t(uint8_t(v))}; }
   static InterpArg u8(uint8_t v) { return {false, uint64_t(v)}; }
   static InterpArg i16(int16_t v) { return {false, uint64_t(uint16_t(v))}; }
+  static InterpArg u16(uint16_t v) { return {false, uint64_t(v)}; }
+  static InterpArg u32(uint32_t v) { return {false, uint64_t(v)}; }
+  static InterpArg u64(uint64_t v) { return {false, v}; }
   static InterpArg i32(int32_t v) { return {false, uint64_t(uint32_t(v))}; }
   static InterpArg i64(int64_t v) { return {false, uint64_t(v)}; }
   /// f16 or bf16 given as its bit pattern (see tessera/Half.h).

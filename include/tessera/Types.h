@@ -12,13 +12,14 @@
 
 namespace tessera {
 
-enum class ScalarType : uint8_t { i1, i8, u8, i16, i32, i64, f16, bf16, f32, f64 };
+// New types go at the end: the numeric values are part of serialized signatures.
+enum class ScalarType : uint8_t { i1, i8, u8, i16, i32, i64, f16, bf16, f32, f64, u16, u32, u64 };
 
 const char *scalarTypeName(ScalarType t);          // "f32"
 std::optional<ScalarType> parseScalarType(const std::string &name);
 unsigned scalarTypeBits(ScalarType t);            // i1 -> 1, bf16 -> 16
 bool isFloat(ScalarType t);
-bool isUnsigned(ScalarType t);                    // u8 (and i1)
+bool isUnsigned(ScalarType t);                    // u8, u16, u32, u64 (and i1)
 
 /// A scalar type or a pointer to one (`pointerDepth` levels of `*`).
 struct DType {
@@ -35,13 +36,20 @@ struct DType {
 };
 std::optional<DType> parseDType(const std::string &text); // "**u8"
 
-/// A compile-time value: a constexpr parameter, a -D define.
-using ConstexprValue = std::variant<int64_t, double, bool, DType>;
+/// A compile-time value: a constexpr parameter, a -D define. New kinds go at
+/// the end (the index is the kind's identity in serializations).
+using ConstexprValue = std::variant<int64_t, double, bool, DType, std::string>;
+/// "64", "1.0", "true", "f16"; a string in double quotes with `"` and `\`
+/// escaped by a backslash ("\"leaky_relu\""), so that no string reads as a
+/// number, a bool or a type.
 std::string constexprToString(const ConstexprValue &v);
 /// The value's kind as one letter: 'i' (int64_t), 'f' (double), 'b' (bool),
-/// 't' (DType). Serializations tag values with it, so that 1 and 1.0 differ.
+/// 't' (DType), 's' (string). Serializations tag values with it, so that 1 and
+/// 1.0 differ.
 char constexprKind(const ConstexprValue &v);
-/// Parses "64", "1e-3", "true", "f16" or "*bf16". Returns nullopt when unparsable.
+/// Parses "64", "1e-3", "true", "f16", "*bf16" or a quoted string as
+/// constexprToString writes it ('single quotes' too). Returns nullopt when
+/// unparsable (the CLI's -D then takes the bare text as a string).
 std::optional<ConstexprValue> parseConstexpr(const std::string &text);
 
 /// One runtime parameter of a compiled kernel.

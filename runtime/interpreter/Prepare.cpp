@@ -1001,8 +1001,8 @@ bool Decoder::decodeKernel(func::FuncOp fn) {
       else if (auto fa = dyn_cast<FloatAttr>(v))
         P.signature.constexprs[na.getName().str()] = fa.getValueAsDouble();
       else if (auto sa = dyn_cast<StringAttr>(v))
-        if (auto dt = parseDType(sa.str()))
-          P.signature.constexprs[na.getName().str()] = *dt;
+        if (auto cv = parseConstexpr(sa.str())) // a type, or a quoted string
+          P.signature.constexprs[na.getName().str()] = *cv;
     }
   if (!fn.getBody().hasOneBlock())
     return fail(fn, "supports only structured control flow (one block per kernel)");

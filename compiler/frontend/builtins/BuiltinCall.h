@@ -77,6 +77,9 @@ public:
   SemValue onWhere();
   SemValue onMaximumMinimum(); // maximum, minimum
   SemValue onCdiv();
+  SemValue onUmulhi();
+  // Random.cpp
+  SemValue onRandom(); // rand, randn, randint, randint4x
   // Misc.cpp
   SemValue onHint(); // multiple_of, max_contiguous
   SemValue onCast(); // cast, bitcast
@@ -134,6 +137,10 @@ private:
   }
   std::optional<DType> dtypeArg(const Arg &x, const char *f) { return g.dtypeArg(x, f); }
 };
+
+/// The high half of the full product of two integers of one type (scalars or
+/// tiles), read as unsigned: `(zext(x) * zext(y)) >> bits`.
+mlir::Value emitMulHiUnsigned(mlir::OpBuilder &b, mlir::Location l, mlir::Value x, mlir::Value y);
 
 } // namespace tessera::fe::builtins
 

@@ -71,12 +71,18 @@ SemValue BuiltinCall::onDot() {
   return SemValue::ofRuntime(op.getResult(), acc.type);
 }
 
-// max and min: Python's max(a, b) on two compile-time numbers, else a reduction.
+// max and min: Python's max(a, b) on two compile-time numbers; the larger of
+// two scalars when one is a run-time value (as Triton maps Python's max to
+// maximum); else a reduction of a tile (`max(x, 1)` reduces along axis 1).
 SemValue BuiltinCall::onMaxMin() {
   bool minmaxPython = (name == "max" || name == "min") && args.size() >= 2 &&
                       !args[0].value.isRuntime() && !args[1].value.isRuntime();
   if (minmaxPython)
     return onPythonMaxMin();
+  bool twoScalars = args.size() == 2 && kws.empty() && !args[0].value.isTile() &&
+                    !args[1].value.isTile();
+  if (twoScalars)
+    return onMaximumMinimum();
   return onReduce();
 }
 

@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/TypeUtilities.h"
 
 #include <cmath>
 
@@ -79,9 +80,15 @@ SemValue BuiltinCall::onFma() {
 SemValue BuiltinCall::onWhere() {
   if (!bind({{"cond", "x", "y"}, 3}))
     return SemValue::invalid();
-  SemValue c;
-  if (!maskArg(a[0], c))
+  // A number or a pointer condition is true where it is nonzero (non-null), as in Triton.
+  SemValue c = a[0].value;
+  bool truthValue = c.isRuntime() && c.type.elem != DType{ScalarType::i1, 0};
+  if (truthValue)
+    c = castTo(c, DType{ScalarType::i1, 0}, a[0].loc);
+  else if (!maskArg(a[0], c))
     return SemValue::invalid();
+  if (!c.ok())
+    return c;
   SemValue x = a[1].value, y = a[2].value;
   if (!x.isRuntime() && !y.isRuntime())
     x = materialize(x, a[1].loc);
@@ -98,12 +105,12 @@ SemValue BuiltinCall::onWhere() {
   return SemValue::ofRuntime(arith::SelectOp::create(b_, ml, c.value, x.value, y.value), x.type);
 }
 
-// maximum, minimum
+// maximum, minimum (and max, min of two scalars)
 SemValue BuiltinCall::onMaximumMinimum() {
   if (!bind({{"x", "y"}, 2}))
     return SemValue::invalid();
   SemValue x = a[0].value, y = a[1].value;
-  bool mx = name == "maximum";
+  bool mx = name == "maximum" || name == "max";
   if (!x.isRuntime() && !y.isRuntime()) {
     SemValue lt = binary(BinOp::Lt, x, y, L);
     if (!lt.ok())
@@ -135,6 +142,57 @@ SemValue BuiltinCall::onCdiv() {
   SemValue ym1 = binary(BinOp::Sub, a[1].value, SemValue::ofInt(1), L);
   SemValue sum = ym1.ok() ? binary(BinOp::Add, a[0].value, ym1, L) : ym1;
   return sum.ok() ? binary(BinOp::FloorDiv, sum, a[1].value, L) : sum;
+}
+
+// umulhi(x, y): the high half of the unsigned product. Both operands are
+// integers of one type (after promotion); the result keeps that type.
+SemValue BuiltinCall::onUmulhi() {
+  if (!bind({{"x", "y"}, 2}))
+    return SemValue::invalid();
+  SemValue x = a[0].value, y = a[1].value;
+  if (!x.isRuntime() && !y.isRuntime())
+    return fail(L, "umulhi() needs a run-time integer operand, got " + x.describe() + " and " +
+                       y.describe());
+  if (!unify(x, y, L, "umulhi"))
+    return SemValue::invalid();
+  DType t = x.type.elem;
+  if (t.isPointer() || isFloat(t.scalar) || t.scalar == ScalarType::i1)
+    return fail(L, "umulhi() needs integer operands, got " + x.type.str());
+  return SemValue::ofRuntime(emitMulHiUnsigned(b_, ml, x.value, y.value), x.type);
+}
+
+Value emitMulHiUnsigned(OpBuilder &b, Location l, Value x, Value y) {
+  auto et = cast<IntegerType>(getElementTypeOrSelf(x.getType()));
+  unsigned w = et.getWidth();
+  auto like = [&](Type elem) -> Type {
+    if (auto rt = dyn_cast<RankedTensorType>(x.getType()))
+      return RankedTensorType::get(rt.getShape(), elem);
+    return elem;
+  };
+  auto splatCst = [&](Type t, int64_t v) -> Value {
+    auto attr = b.getIntegerAttr(getElementTypeOrSelf(t), v);
+    if (auto rt = dyn_cast<RankedTensorType>(t))
+      return arith::ConstantOp::create(b, l, DenseElementsAttr::get(rt, attr));
+    return arith::ConstantOp::create(b, l, attr);
+  };
+  if (w < 64) { // widen, multiply, keep the high half (mul.hi on the GPU)
+    Type wide = like(b.getIntegerType(2 * w));
+    Value p = arith::MulIOp::create(b, l, arith::ExtUIOp::create(b, l, wide, x),
+                                    arith::ExtUIOp::create(b, l, wide, y));
+    Value hi = arith::ShRUIOp::create(b, l, p, splatCst(wide, w));
+    return arith::TruncIOp::create(b, l, x.getType(), hi);
+  }
+  // 64 bits: schoolbook on 32-bit halves, each partial product exact in 64 bits.
+  Type t = x.getType();
+  Value s32 = splatCst(t, 32), lo32 = splatCst(t, 0xffffffffLL);
+  auto lo = [&](Value v) { return Value(arith::AndIOp::create(b, l, v, lo32)); };
+  auto hi = [&](Value v) { return Value(arith::ShRUIOp::create(b, l, v, s32)); };
+  auto mul = [&](Value p, Value q) { return Value(arith::MulIOp::create(b, l, p, q)); };
+  auto add = [&](Value p, Value q) { return Value(arith::AddIOp::create(b, l, p, q)); };
+  Value x0 = lo(x), x1 = hi(x), y0 = lo(y), y1 = hi(y);
+  Value p00 = mul(x0, y0), p01 = mul(x0, y1), p10 = mul(x1, y0), p11 = mul(x1, y1);
+  Value mid = add(add(hi(p00), lo(p01)), lo(p10)); // < 3 * 2^32: no overflow
+  return add(add(add(p11, hi(p01)), hi(p10)), hi(mid));
 }
 
 } // namespace tessera::fe::builtins
