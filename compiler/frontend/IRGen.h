@@ -116,6 +116,15 @@ private:
   bool closeLoop(const Scope &before, const std::set<std::string> &assigned,
                  const std::vector<std::string> &carried, const std::vector<TileType> &types,
                  mlir::ValueRange results, Loc l);
+  /// The variables a loop carries: those its body assigns that hold a
+  /// number (constant or run-time) before it, in carried form.
+  struct LoopCarried {
+    std::vector<std::string> names;
+    std::vector<mlir::Value> inits;
+    std::vector<TileType> types;
+  };
+  bool collectCarried(const std::set<std::string> &assigned, const Scope &before, Loc l,
+                      LoopCarried &out);
   /// The values a loop body yields for its carried variables, checking their types.
   bool carriedYields(const std::vector<std::string> &carried, const std::vector<TileType> &types,
                      Loc l, std::vector<mlir::Value> &yields);

@@ -192,20 +192,12 @@ bool IRGen::genRangeLoop(const Stmt &s, SemValue lo, SemValue hi, SemValue step,
     assigned.insert(kBreakFlag);
   }
   Scope before = frame().vars;
-  std::vector<std::string> carried;
-  std::vector<Value> inits;
-  std::vector<TileType> types;
-  for (const std::string &name : assigned) {
-    auto it = before.find(name);
-    if (it == before.end() || !(it->second.isConst() || it->second.isRuntime()))
-      continue;
-    SemValue v = toCarried(it->second, s.loc);
-    if (!v.ok())
-      return false;
-    carried.push_back(name);
-    inits.push_back(v.value);
-    types.push_back(v.type);
-  }
+  LoopCarried lc;
+  if (!collectCarried(assigned, before, s.loc, lc))
+    return false;
+  const std::vector<std::string> &carried = lc.names;
+  const std::vector<Value> &inits = lc.inits;
+  const std::vector<TileType> &types = lc.types;
   // The body at iteration `iv`, with the carried variables in `args`.
   auto genBody = [&](Value iv, ValueRange args, std::vector<Value> &yields) {
     frame().vars[var] = SemValue::ofRuntime(iv, TileType{ivType, {}});
@@ -269,6 +261,22 @@ bool IRGen::genRangeLoop(const Stmt &s, SemValue lo, SemValue hi, SemValue step,
   return ok;
 }
 
+bool IRGen::collectCarried(const std::set<std::string> &assigned, const Scope &before, Loc l,
+                           LoopCarried &out) {
+  for (const std::string &name : assigned) {
+    auto it = before.find(name);
+    if (it == before.end() || !(it->second.isConst() || it->second.isRuntime()))
+      continue;
+    SemValue v = toCarried(it->second, l);
+    if (!v.ok())
+      return false;
+    out.names.push_back(name);
+    out.inits.push_back(v.value);
+    out.types.push_back(v.type);
+  }
+  return true;
+}
+
 bool IRGen::genWhile(const Stmt &s) {
   bool breaks = hasLoopExit(s.body, StmtKind::Break);
   bool continues = hasLoopExit(s.body, StmtKind::Continue);
@@ -280,25 +288,17 @@ bool IRGen::genWhile(const Stmt &s) {
     assigned.insert(kBreakFlag);
   }
   Scope before = frame().vars;
-  std::vector<std::string> carried;
-  std::vector<Value> inits;
-  std::vector<TileType> types;
-  std::vector<Type> mlirTypes;
-  std::vector<Location> locs;
+  LoopCarried lc;
+  if (!collectCarried(assigned, before, s.loc, lc))
+    return false;
+  const std::vector<std::string> &carried = lc.names;
+  const std::vector<Value> &inits = lc.inits;
+  const std::vector<TileType> &types = lc.types;
   Location ml = loc(s.loc);
-  for (const std::string &name : assigned) {
-    auto it = before.find(name);
-    if (it == before.end() || !(it->second.isConst() || it->second.isRuntime()))
-      continue;
-    SemValue v = toCarried(it->second, s.loc);
-    if (!v.ok())
-      return false;
-    carried.push_back(name);
-    inits.push_back(v.value);
-    types.push_back(v.type);
-    mlirTypes.push_back(toMlir(v.type));
-    locs.push_back(ml);
-  }
+  std::vector<Type> mlirTypes;
+  for (const TileType &t : types)
+    mlirTypes.push_back(toMlir(t));
+  std::vector<Location> locs(types.size(), ml);
   auto whileOp = scf::WhileOp::create(b_, ml, mlirTypes, inits);
   OpBuilder::InsertionGuard guard(b_);
   auto bind = [&](mlir::Block *blk) {
