@@ -22,6 +22,7 @@
 #include <sstream>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -193,17 +194,15 @@ int main(int argc, char **argv) {
       double ms = timeMs(ctx, [&] { mm.launchWithArgs(ctx.stream(), grid, args); }, iters);
       std::string alsoJson;
       std::string shapeKey = dt + ":" + argv[i + 1] + ":" + argv[i + 2] + ":" + argv[i + 3];
+      std::optional<tessera::Config> cfg;
       if (auto it = also.find(shapeKey); it != also.end()) {
-        // The other config, compiled and timed exactly as the tuned one.
         std::string perr;
-        auto cfg = tessera::Config::parse(it->second, &perr);
-        if (!cfg) {
+        cfg = tessera::Config::parse(it->second, &perr);
+        if (!cfg)
           std::cerr << "matmul_bench: --also " << shapeKey << ": " << perr << " (not timed)\n";
-          also.erase(it);
-        }
       }
-      if (auto it = also.find(shapeKey); it != also.end()) {
-        auto cfg = tessera::Config::parse(it->second);
+      if (cfg) {
+        // The other config, compiled and timed exactly as the tuned one.
         auto cx2 = cx;
         JitOptions o2 = o;
         cfg->applyTo(o2, cx2);

@@ -116,15 +116,22 @@ private:
   bool closeLoop(const Scope &before, const std::set<std::string> &assigned,
                  const std::vector<std::string> &carried, const std::vector<TileType> &types,
                  mlir::ValueRange results, Loc l);
-  /// The variables a loop carries: those its body assigns that hold a
-  /// number (constant or run-time) before it, in carried form.
-  struct LoopCarried {
-    std::vector<std::string> names;
+  /// What a run-time `for` or `while` starts from: its exits, the variables
+  /// its body assigns (with the break flag; without the induction variable),
+  /// the scope before it, and the variables it carries: those assigned that
+  /// hold a number (constant or run-time) before it, in carried form.
+  struct RuntimeLoop {
+    bool breaks = false, continues = false;
+    OuterLoopExits outer;
+    std::set<std::string> assigned;
+    Scope before;
+    std::vector<std::string> carried;
     std::vector<mlir::Value> inits;
     std::vector<TileType> types;
   };
-  bool collectCarried(const std::set<std::string> &assigned, const Scope &before, Loc l,
-                      LoopCarried &out);
+  /// Enters the loop (enterLoop) and fills `loop`; `inductionVar` (or null)
+  /// is not carried. False (after an error) when a carried value cannot be.
+  bool openLoop(const Stmt &s, const std::string *inductionVar, RuntimeLoop &loop);
   /// The values a loop body yields for its carried variables, checking their types.
   bool carriedYields(const std::vector<std::string> &carried, const std::vector<TileType> &types,
                      Loc l, std::vector<mlir::Value> &yields);

@@ -181,23 +181,15 @@ bool IRGen::genRangeLoop(const Stmt &s, SemValue lo, SemValue hi, SemValue step,
   if (!lo.ok() || !hi.ok() || !step.ok())
     return false;
 
-  bool breaks = hasLoopExit(s.body, StmtKind::Break);
-  bool continues = hasLoopExit(s.body, StmtKind::Continue);
-  OuterLoopExits outer = enterLoop();
-  std::set<std::string> assigned;
-  collectAssigned(s.body, assigned);
-  assigned.erase(var);
-  if (breaks) {
-    frame().vars[kBreakFlag] = SemValue::ofBool(false);
-    assigned.insert(kBreakFlag);
-  }
-  Scope before = frame().vars;
-  LoopCarried lc;
-  if (!collectCarried(assigned, before, s.loc, lc))
+  RuntimeLoop loop;
+  if (!openLoop(s, &var, loop))
     return false;
-  const std::vector<std::string> &carried = lc.names;
-  const std::vector<Value> &inits = lc.inits;
-  const std::vector<TileType> &types = lc.types;
+  const bool breaks = loop.breaks, continues = loop.continues;
+  const std::set<std::string> &assigned = loop.assigned;
+  const Scope &before = loop.before;
+  const std::vector<std::string> &carried = loop.carried;
+  const std::vector<Value> &inits = loop.inits;
+  const std::vector<TileType> &types = loop.types;
   // The body at iteration `iv`, with the carried variables in `args`.
   auto genBody = [&](Value iv, ValueRange args, std::vector<Value> &yields) {
     frame().vars[var] = SemValue::ofRuntime(iv, TileType{ivType, {}});
@@ -257,43 +249,46 @@ bool IRGen::genRangeLoop(const Stmt &s, SemValue lo, SemValue hi, SemValue step,
     results = whileOp.getResults().drop_front(1);
   }
   bool ok = closeLoop(before, assigned, carried, types, results, s.loc);
-  exitLoop(outer);
+  exitLoop(loop.outer);
   return ok;
 }
 
-bool IRGen::collectCarried(const std::set<std::string> &assigned, const Scope &before, Loc l,
-                           LoopCarried &out) {
-  for (const std::string &name : assigned) {
-    auto it = before.find(name);
-    if (it == before.end() || !(it->second.isConst() || it->second.isRuntime()))
+bool IRGen::openLoop(const Stmt &s, const std::string *inductionVar, RuntimeLoop &loop) {
+  loop.breaks = hasLoopExit(s.body, StmtKind::Break);
+  loop.continues = hasLoopExit(s.body, StmtKind::Continue);
+  loop.outer = enterLoop();
+  collectAssigned(s.body, loop.assigned);
+  if (inductionVar)
+    loop.assigned.erase(*inductionVar);
+  if (loop.breaks) {
+    frame().vars[kBreakFlag] = SemValue::ofBool(false);
+    loop.assigned.insert(kBreakFlag);
+  }
+  loop.before = frame().vars;
+  for (const std::string &name : loop.assigned) {
+    auto it = loop.before.find(name);
+    if (it == loop.before.end() || !(it->second.isConst() || it->second.isRuntime()))
       continue;
-    SemValue v = toCarried(it->second, l);
+    SemValue v = toCarried(it->second, s.loc);
     if (!v.ok())
       return false;
-    out.names.push_back(name);
-    out.inits.push_back(v.value);
-    out.types.push_back(v.type);
+    loop.carried.push_back(name);
+    loop.inits.push_back(v.value);
+    loop.types.push_back(v.type);
   }
   return true;
 }
 
 bool IRGen::genWhile(const Stmt &s) {
-  bool breaks = hasLoopExit(s.body, StmtKind::Break);
-  bool continues = hasLoopExit(s.body, StmtKind::Continue);
-  OuterLoopExits outer = enterLoop();
-  std::set<std::string> assigned;
-  collectAssigned(s.body, assigned);
-  if (breaks) {
-    frame().vars[kBreakFlag] = SemValue::ofBool(false);
-    assigned.insert(kBreakFlag);
-  }
-  Scope before = frame().vars;
-  LoopCarried lc;
-  if (!collectCarried(assigned, before, s.loc, lc))
+  RuntimeLoop loop;
+  if (!openLoop(s, nullptr, loop))
     return false;
-  const std::vector<std::string> &carried = lc.names;
-  const std::vector<Value> &inits = lc.inits;
-  const std::vector<TileType> &types = lc.types;
+  const bool breaks = loop.breaks, continues = loop.continues;
+  const std::set<std::string> &assigned = loop.assigned;
+  const Scope &before = loop.before;
+  const std::vector<std::string> &carried = loop.carried;
+  const std::vector<Value> &inits = loop.inits;
+  const std::vector<TileType> &types = loop.types;
   Location ml = loc(s.loc);
   std::vector<Type> mlirTypes;
   for (const TileType &t : types)
@@ -348,7 +343,7 @@ bool IRGen::genWhile(const Stmt &s) {
     return false;
   scf::YieldOp::create(b_, ml, yields);
   bool ok = closeLoop(before, assigned, carried, types, whileOp.getResults(), s.loc);
-  exitLoop(outer);
+  exitLoop(loop.outer);
   return ok;
 }
 
