@@ -139,6 +139,7 @@ BuiltinCall::Handler BuiltinCall::handlerFor(const std::string &name) {
       {"reshape", &B::onReshape},
       {"trans", &B::onTrans},
       {"expand_dims", &B::onExpandDims},
+      {"gather", &B::onGather},
       // memory
       {"load", &B::onLoad},
       {"store", &B::onStore},

@@ -281,6 +281,7 @@ private:
   Value emitScalarOp(Operation *op, IRMapping &map, Location loc);
   bool lowerConvertLayout(tgpu::ConvertLayoutOp op);
   bool lowerLoad(tile::LoadOp op);
+  bool lowerGather(tile::GatherOp op);
   bool lowerStore(tile::StoreOp op);
   // MmaEpilogue.cpp: a store of a value in an mma layout as 16-byte vectors
   // through shared memory; false (nothing emitted) when it does not apply.

@@ -357,6 +357,15 @@ bool KernelLowering::lowerBlock(Block &blk) {
   for (Operation &op : blk) {
     if (!lowerOp(&op))
       return false;
+    // A tile that gather reads is staged in shared memory here, where it is
+    // defined, so a gather inside a loop does not stage it every iteration.
+    for (Value r : op.getResults())
+      if (isa<RankedTensorType>(r.getType()) && lookup(r).kind == Lowered::Dist &&
+          llvm::any_of(r.getUsers(), [&](Operation *u) {
+            auto g = dyn_cast<tile::GatherOp>(u);
+            return g && g.getSrc() == r;
+          }))
+        toSmem(r, op.getLoc());
     // Scalar loads read the same address in every thread, producer warps
     // included; anything else with memory effects rules out warp specialization.
     auto ld = dyn_cast<tile::LoadOp>(op);
@@ -441,6 +450,8 @@ bool KernelLowering::lowerOp(Operation *op) {
     setVirtual(res);
     return true;
   }
+  if (auto g = dyn_cast<tile::GatherOp>(op))
+    return lowerGather(g);
   if (auto cv = dyn_cast<tgpu::ConvertLayoutOp>(op))
     return lowerConvertLayout(cv);
   if (auto ld = dyn_cast<tile::LoadOp>(op))
@@ -570,6 +581,38 @@ bool KernelLowering::lowerElementwise(Operation *op) {
 //===----------------------------------------------------------------------===//
 // Memory
 //===----------------------------------------------------------------------===//
+
+// Each lane reads src at its coordinates with the axis's one replaced by its
+// index: src's elements come from shared memory (staged once by lowerBlock
+// for a tile in registers), read back at arbitrary coordinates by elem().
+bool KernelLowering::lowerGather(tile::GatherOp op) {
+  Location loc = op.getLoc();
+  auto rt = cast<RankedTensorType>(op.getType());
+  Layout lay = layoutOf(rt);
+  Value src = op.getSrc(), index = op.getIndex();
+  bool table = op.getSrc().getType().getRank() == 1;
+  int64_t axis = op.getAxis();
+  SmallVector<Value> regs;
+  for (int64_t s = 0; s < lay.slots(); ++s) {
+    Value i = atSlot(index, lay, s, loc);
+    unsigned w = i.getType().getIntOrFloatBitWidth();
+    if (w > 32)
+      i = arith::TruncIOp::create(b_, loc, b_.getI32Type(), i);
+    else if (w < 32)
+      i = arith::ExtSIOp::create(b_, loc, b_.getI32Type(), i);
+    SmallVector<Value> c;
+    if (table) {
+      c.push_back(i);
+    } else {
+      ArrayRef<Value> at = coords(lay, s);
+      c.assign(at.begin(), at.end());
+      c[size_t(axis)] = i;
+    }
+    regs.push_back(elem(src, c, loc));
+  }
+  bindDist(op.getResult(), regs);
+  return true;
+}
 
 bool KernelLowering::lowerLoad(tile::LoadOp op) {
   Location loc = op.getLoc();

@@ -111,6 +111,27 @@ LogicalResult ReshapeOp::verify() {
   return success();
 }
 
+LogicalResult GatherOp::verify() {
+  auto src = getSrc().getType(), idx = getIndex().getType(), dst = getResult().getType();
+  if (!isa<IntegerType>(idx.getElementType()))
+    return emitOpError("indices must be integers");
+  if (src.getElementType() != dst.getElementType())
+    return emitOpError("element types differ");
+  if (idx.getShape() != dst.getShape())
+    return emitOpError("the result must have the shape of the indices");
+  int64_t axis = getAxis();
+  if (src.getRank() == 1)
+    return axis == 0 ? success() : emitOpError("a rank-1 table is read along axis 0");
+  if (src.getRank() != idx.getRank())
+    return emitOpError("src and indices must have the same rank (or src rank 1)");
+  if (axis < 0 || axis >= src.getRank())
+    return emitOpError("axis out of range");
+  for (int64_t d = 0; d < src.getRank(); ++d)
+    if (d != axis && src.getDimSize(d) != idx.getDimSize(d))
+      return emitOpError("src and indices differ in dimension ") << d;
+  return success();
+}
+
 LogicalResult TransOp::verify() {
   auto src = getSrc().getType(), dst = getResult().getType();
   auto order = getOrder();

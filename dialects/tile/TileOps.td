@@ -88,6 +88,20 @@ def Tile_TransOp : Tile_Op<"trans", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Tile_GatherOp : Tile_Op<"gather", [Pure]> {
+  let summary = "read a tile at run-time indices along one axis";
+  let description = [{
+    `result[c] = src[c with c[axis] replaced by index[c]]`: src and index have
+    the same rank and agree on every other axis. A rank-1 src is a table that
+    an index of any shape reads: `result[c] = src[index[c]]`. Indices must lie
+    in `[0, src.shape[axis])`.
+  }];
+  let arguments = (ins AnyRankedTensor:$src, AnyRankedTensor:$index, I32Attr:$axis);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$src `[` $index `]` attr-dict `:` type($src) `,` type($index) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Pointers and memory
 //===----------------------------------------------------------------------===//

@@ -147,6 +147,15 @@ AdamW8bit::AdamW8bit(Context &ctx, std::vector<ParamGrad> params, AdamOptions op
   s.buffers = allocateStates(ctx, s.tensors);
   s.code1 = ctx.upload(quant::create_dynamic_map(true));
   s.code2 = ctx.upload(quant::create_dynamic_map(false));
+  // The books never change: their bucket tables are built once.
+  bool anyEightBit = false;
+  for (const TensorSlot &t : s.tensors)
+    anyEightBit |= t.eightBit;
+  if (anyEightBit) {
+    s.buckets1.emplace(ctx), s.buckets2.emplace(ctx);
+    s.buckets1->build(ctx.stream(), s.code1);
+    s.buckets2->build(ctx.stream(), s.code2);
+  }
 
   // One launch per path and type pair, in the order the pairs first appear.
   std::map<std::tuple<bool, ScalarType, ScalarType>, size_t> index;
@@ -167,8 +176,13 @@ AdamW8bit::AdamW8bit(Context &ctx, std::vector<ParamGrad> params, AdamOptions op
     buildTables(ctx, s.tensors, g);
     g.kernel = std::make_unique<TunedKernel>(
         ctx, path, g.eightBit ? "adam8bit_step" : "adam32_step",
-        std::map<std::string, ConstexprValue>{{"PT", DType{g.paramType, 0}},
-                                              {"GT", DType{g.gradType, 0}}},
+        g.eightBit ? std::map<std::string, ConstexprValue>{{"PT", DType{g.paramType, 0}},
+                                                           {"GT", DType{g.gradType, 0}},
+                                                           {"BITS", int64_t(quant::kBucketBits)},
+                                                           {"ELO", int64_t(quant::kBucketExpLo)},
+                                                           {"PREP", int64_t(quant::kBucketPrep)}}
+                   : std::map<std::string, ConstexprValue>{{"PT", DType{g.paramType, 0}},
+                                                           {"GT", DType{g.gradType, 0}}},
         JitOptions{}, tuning);
   }
 }

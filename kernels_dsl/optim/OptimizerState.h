@@ -4,9 +4,11 @@
 #ifndef TESSERA_KERNELS_OPTIM_OPTIMIZERSTATE_H
 #define TESSERA_KERNELS_OPTIM_OPTIMIZERSTATE_H
 
+#include "../quant/CodeBuckets.h"
 #include "tessera/optim/AdamW8bit.h"
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace tessera::optim {
@@ -53,6 +55,7 @@ struct AdamW8bit::State {
   std::vector<TensorSlot> tensors;
   StateBuffers buffers;
   DeviceBuffer<float> code1, code2;  // signed and unsigned dynamic maps
+  std::optional<quant::CodeBuckets> buckets1, buckets2;  // their bucket tables (8-bit tensors only)
   std::vector<LaunchGroup> groups;
 };
 

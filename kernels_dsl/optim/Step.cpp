@@ -6,6 +6,7 @@
 
 #include "tessera/Error.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -53,6 +54,8 @@ Launch launchFor(const AdamW8bit::State &s, const LaunchGroup &g, const StateBuf
   };
   if (g.eightBit) {
     add(b.m8), add(b.v8), add(b.absmax1), add(b.absmax2), add(s.code1), add(s.code2);
+    add(s.buckets1->buckets()), add(s.buckets1->bad());
+    add(s.buckets2->buckets()), add(s.buckets2->bad());
   } else {
     add(b.m32), add(b.v32);
   }
@@ -103,9 +106,15 @@ void AdamW8bit::step(const Stream &stream) {
   State &s = *state_;
   const StepScalars k = scalarsFor(s.options, s.step + 1);
   for (LaunchGroup &g : s.groups) {
-    const int32_t vtotal = g.vtotal;
-    TunedKernel::GridFn grid = [vtotal](const Config &c) {
-      return Grid::of(int64_t(vtotal) / c.get("CHUNK"));
+    const int64_t vtotal = g.vtotal;
+    // The 8-bit kernel's programs are persistent: at most as many as fit on
+    // the device at once (each stages its tables in shared memory once).
+    const int64_t resident = g.eightBit ? std::max(1, s.ctx->smCount()) * int64_t(2048) : 0;
+    TunedKernel::GridFn grid = [vtotal, resident](const Config &c) {
+      int64_t chunks = vtotal / c.get("CHUNK");
+      if (resident)
+        chunks = std::min(chunks, std::max<int64_t>(1, resident / (32 * c.numWarps.value_or(4))));
+      return Grid::of(chunks);
     };
     if (!g.configChosen)
       chooseConfigOnScratch(s, g, grid, k);

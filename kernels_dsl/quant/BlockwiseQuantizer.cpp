@@ -2,6 +2,8 @@
 // kernels_dsl/quant/blockwise_quant.tile. One TunedKernel per (kernel,
 // element type, block size): the block size is a constexpr of the format,
 // fixed by the caller, while the tuner picks TILE and num_warps per count.
+#include "CodeBuckets.h"
+
 #include "tessera/Error.h"
 #include "tessera/KernelLibrary.h"
 #include "tessera/quant/Blockwise.h"
@@ -9,6 +11,7 @@
 #include <algorithm>
 #include <climits>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 
@@ -54,8 +57,22 @@ void checkCommon(const char *what, size_t count, const DeviceBuffer<float> &code
 
 } // namespace
 
+// The kernel's type and block size; quantize's also the bucket tables' shape.
+static std::map<std::string, ConstexprValue> tableConstexprs(const char *typeParam, ScalarType t,
+                                                             int blocksize) {
+  std::map<std::string, ConstexprValue> c{{typeParam, DType{t, 0}},
+                                          {"BLOCKSIZE", int64_t(blocksize)}};
+  if (std::string(typeParam) == "DT") {
+    c["BITS"] = int64_t(kBucketBits);
+    c["ELO"] = int64_t(kBucketExpLo);
+    c["PREP"] = int64_t(kBucketPrep);
+  }
+  return c;
+}
+
 struct BlockwiseQuantizer::State {
   Context *ctx = nullptr;
+  std::optional<CodeBuckets> buckets;  // made on the first quantize
   TunedKernelOptions tuning;
   std::string path = kernelLibraryPath("quant/blockwise_quant.tile");
   std::map<std::tuple<std::string, ScalarType, int>, TunedKernel> kernels;
@@ -67,8 +84,7 @@ struct BlockwiseQuantizer::State {
     if (it == kernels.end())
       it = kernels
                .emplace(key, TunedKernel(*ctx, path, name,
-                                         {{typeParam, DType{t, 0}},
-                                          {"BLOCKSIZE", int64_t(blocksize)}},
+                                         tableConstexprs(typeParam, t, blocksize),
                                          {}, tuning))
                .first;
     return it->second;
@@ -103,15 +119,28 @@ void BlockwiseQuantizer::quantizeRaw(const Stream &stream, const DeviceMemory &x
   if (count == 0)
     return;
   const int32_t n = int32_t(count);
-  TunedKernel &k = state_->kernel("quantize_blockwise", "DT", dtype, blocksize);
-  // One program per block, or per TILE elements when TILE holds several blocks.
+  // The book is the caller's buffer, which may change between calls: its
+  // bucket tables are rebuilt on the same stream, ahead of the launch.
+  State &st = *state_;
+  if (!st.buckets)
+    st.buckets.emplace(*st.ctx);
+  st.buckets->build(stream, code);
+  TunedKernel &k = st.kernel("quantize_blockwise", "DT", dtype, blocksize);
+  // Persistent programs: a step is a block, or TILE elements when TILE holds
+  // several blocks; at most as many programs as fit on the device at once.
+  const int64_t resident = std::max(1, st.ctx->smCount()) * int64_t(2048);
   auto grid = [&](const Config &c) {
-    return Grid::of(cdiv(int64_t(n), std::max(int64_t(blocksize), c.get("TILE"))));
+    int64_t steps = cdiv(int64_t(n), std::max(int64_t(blocksize), c.get("TILE")));
+    int64_t threads = 32 * int64_t(c.numWarps.value_or(4));
+    return Grid::of(std::max<int64_t>(1, std::min(steps, resident / threads)));
   };
+  const CodeBuckets &b = *st.buckets;
   k.launchWithArgs(stream, grid,
                    {ArgValue::pointer(dtype, x.address()), toArgValue(code), toArgValue(q),
-                    toArgValue(absmax), toArgValue(n)},
-                   {&x, &code.memory(), &q.memory(), &absmax.memory(), nullptr});
+                    toArgValue(absmax), toArgValue(b.buckets()), toArgValue(b.bad()),
+                    toArgValue(n)},
+                   {&x, &code.memory(), &q.memory(), &absmax.memory(), &b.buckets().memory(),
+                    &b.bad().memory(), nullptr});
 }
 
 void BlockwiseQuantizer::dequantizeRaw(const Stream &stream, const DeviceBuffer<uint8_t> &q,

@@ -74,6 +74,47 @@ template <unsigned B> bool stridedCopyOp(Exec &e, const Instr &ins) {
   return true;
 }
 
+// dst[c] = src[c with c[axis] = index[c]] (a rank-1 src: src[index[c]]).
+// shape: the result's; shape2: src's; pred: the axis; B the element bytes,
+// K the index kind. An index outside src is an error, as an out-of-bounds load.
+template <unsigned B, EK K> bool gatherOp(Exec &e, const Instr &ins) {
+  using U = typename UBytes<B>::T;
+  using T = IT<K>;
+  const U *s = P<U>(e, ins.a);
+  const auto *ix = P<typename T::S>(e, ins.b);
+  U *d = P<U>(e, ins.dst);
+  const auto &shape = ins.shape, &sshape = ins.shape2;
+  size_t r = shape.size(), axis = size_t(ins.pred);
+  bool table = sshape.size() == 1;
+  int64_t extent = sshape[table ? 0 : axis];
+  int64_t n = N(e, ins);
+  int64_t c[8] = {0};
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t v = K == EK::I1 ? int64_t(T::u(ix[i])) : T::s(ix[i]);
+    if (v < 0 || v >= extent) {
+      std::string at;
+      for (size_t k = 0; k < r; ++k)
+        at += (k ? ", " : "") + std::to_string(c[k]);
+      return fail(e, ins, "gather index out of range",
+                  "index " + std::to_string(v) + " at (" + at + ") is outside [0, " +
+                      std::to_string(extent) + ")");
+    }
+    int64_t flat = v;
+    if (!table) {
+      flat = 0;
+      for (size_t k = 0; k < r; ++k)
+        flat = flat * sshape[k] + (k == axis ? v : c[k]);
+    }
+    d[i] = s[flat];
+    for (size_t k = r; k-- > 0;) { // odometer over the result's coordinates
+      if (++c[k] < shape[k])
+        break;
+      c[k] = 0;
+    }
+  }
+  return true;
+}
+
 template <EK K> bool addPtrOp(Exec &e, const Instr &ins) {
   using T = IT<K>;
   int64_t n = N(e, ins);
@@ -572,6 +613,17 @@ bool resolveTile(Instr &ins, std::string &err) {
       return false;
     }
     ins.fn = dispatchSize(ekSize(ins.kind), [](auto B) -> OpFn { return &stridedCopyOp<decltype(B)::value>; });
+    return true;
+  case Op::Gather:
+    if (ins.shape.size() > 8) {
+      err = "tiles of rank above 8 are not supported";
+      return false;
+    }
+    ins.fn = dispatchSize(ekSize(ins.kind), [&](auto B) -> OpFn {
+      return dispatchInt(ins.kind2, [](auto K) -> OpFn {
+        return &gatherOp<decltype(B)::value, decltype(K)::value>;
+      });
+    });
     return true;
   case Op::AddPtr:
     if (!ekIsInt(ins.kind2)) {

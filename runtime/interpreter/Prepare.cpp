@@ -387,6 +387,7 @@ private:
   bool decodeSplat(tile::SplatOp s, Instr &ins, const TypeFacts &rf, Block &out);
   bool decodeBroadcast(tile::BroadcastOp b, Instr &ins, const TypeFacts &rf, Block &out);
   bool decodeTrans(tile::TransOp t, Instr &ins, const TypeFacts &rf, Block &out);
+  bool decodeGather(tile::GatherOp g, Instr &ins, const TypeFacts &rf, Block &out);
   bool decodeAddPtr(tile::AddPtrOp a, Instr &ins, const TypeFacts &rf, Block &out);
   bool decodeLoad(tile::LoadOp l, Instr &ins, const TypeFacts &rf, Block &out);
   bool decodeStore(tile::StoreOp s, Instr &ins, Block &out);
@@ -685,6 +686,23 @@ bool Decoder::decodeTrans(tile::TransOp t, Instr &ins, const TypeFacts &rf, Bloc
   return defineResult(t, ins) && finish(ins, t, out);
 }
 
+bool Decoder::decodeGather(tile::GatherOp g, Instr &ins, const TypeFacts &rf, Block &out) {
+  TypeFacts xf;
+  if (!facts(g.getIndex().getType(), xf))
+    return unsupported(g);
+  ins.op = interp::Op::Gather;
+  ins.kind = rf.kind;
+  ins.kind2 = xf.kind;
+  ins.n = rf.n;
+  ins.a = get(g.getSrc());
+  ins.b = get(g.getIndex());
+  ins.shape = rf.shape;
+  auto src = g.getSrc().getType().getShape();
+  ins.shape2.assign(src.begin(), src.end());
+  ins.pred = int32_t(g.getAxis());
+  return defineResult(g, ins) && finish(ins, g, out);
+}
+
 bool Decoder::decodeAddPtr(tile::AddPtrOp a, Instr &ins, const TypeFacts &rf, Block &out) {
   TypeFacts of;
   if (!facts(a.getOffset().getType(), of))
@@ -929,6 +947,7 @@ bool Decoder::decodeOp(Operation &op, Block &out) {
       .Case([&](tile::SplatOp s) { return decodeSplat(s, ins, rf, out); })
       .Case([&](tile::BroadcastOp b) { return decodeBroadcast(b, ins, rf, out); })
       .Case([&](tile::TransOp t) { return decodeTrans(t, ins, rf, out); })
+      .Case([&](tile::GatherOp t) { return decodeGather(t, ins, rf, out); })
       .Case([&](tile::AddPtrOp a) { return decodeAddPtr(a, ins, rf, out); })
       .Case([&](tile::LoadOp l) { return decodeLoad(l, ins, rf, out); })
       .Case([&](tile::StoreOp s) { return decodeStore(s, ins, out); })

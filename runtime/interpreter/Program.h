@@ -48,7 +48,7 @@ enum class Op : uint16_t {
   // casts
   ExtSI, ExtUI, TruncI, SIToFP, UIToFP, FPToSI, FPToUI, FloatCast,
   // tile
-  ProgramId, NumPrograms, MakeRange, Splat, Broadcast, Trans, AddPtr, Load, Store, AtomicRMW,
+  ProgramId, NumPrograms, MakeRange, Splat, Broadcast, Trans, Gather, AddPtr, Load, Store, AtomicRMW,
   AtomicCAS, Dot, Reduce, Print, Clamp,
   // control flow
   For, While, If, Return,

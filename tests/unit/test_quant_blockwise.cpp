@@ -8,6 +8,7 @@
 #include "GpuTestSupport.h"
 #include "TestSupport.h"
 #include "support/BlockwiseReference.h"
+#include "../kernels_dsl/quant/CodeBuckets.h"
 
 #include "tessera/KernelLibrary.h"
 #include "tessera/quant/Blockwise.h"
@@ -145,12 +146,16 @@ void checkSearch(Context &ctx, const std::vector<float> &code, int map, int bs, 
   std::vector<float> refAbsmax;
   quantizeBlockwiseRef(x, bs, code, refQ, refAbsmax);
   Kernel k = compile(ctx, kernelLibraryPath("quant/blockwise_quant.tile"), "quantize_blockwise",
-                     {{"BLOCKSIZE", int64_t(bs)}, {"TILE", int64_t(2048)}, {"MAP", int64_t(map)}});
+                     {{"BLOCKSIZE", int64_t(bs)}, {"TILE", int64_t(2048)}, {"MAP", int64_t(map)},
+                      {"BITS", int64_t(quant::kBucketBits)}, {"ELO", int64_t(quant::kBucketExpLo)},
+                      {"PREP", int64_t(quant::kBucketPrep)}});
   DeviceBuffer<float> dx = ctx.upload(x), dcode = ctx.upload(code);
+  quant::CodeBuckets buckets(ctx);
+  buckets.build(ctx.stream(), dcode);
   DeviceBuffer<uint8_t> q = ctx.alloc<uint8_t>(x.size());
   DeviceBuffer<float> absmax = ctx.alloc<float>(refAbsmax.size());
-  k.launch(ctx.stream(), Grid::of(cdiv(int64_t(x.size()), std::max(int64_t(bs), int64_t(2048)))),
-           dx, dcode, q, absmax,
+  // Three programs, so that each takes several steps (the programs are persistent).
+  k.launch(ctx.stream(), Grid::of(3), dx, dcode, q, absmax, buckets.buckets(), buckets.bad(),
            int32_t(x.size()));
   ctx.synchronize();
   const std::vector<uint8_t> got = q.toHost();
@@ -164,18 +169,37 @@ void checkSearch(Context &ctx, const std::vector<float> &code, int map, int bs, 
   CHECK(wrong == 0);
 }
 
+// Whether the bucket tables of `code` hold (else the kernels fall back to the search).
+bool bucketsHold(Context &ctx, const std::vector<float> &code) {
+  quant::CodeBuckets buckets(ctx);
+  buckets.build(ctx.stream(), ctx.upload(code));
+  ctx.synchronize();
+  for (int32_t bad : buckets.bad().toHost())
+    if (bad)
+      return false;
+  return true;
+}
+
 void checkSearches(Context &ctx) {
   Seeded rng;
   const std::vector<float> sig = quant::create_dynamic_map(true), uns = quant::create_dynamic_map(false);
-  for (int map : {0, 1, 2}) {
-    // MAP 1 on the unsigned book and 2 on the signed one guess wrong: the
-    // tiles fall back to the binary search, and the codes must not change.
-    // Block sizes 256 (several blocks a program), 2048 (one) and 4096 (two chunks).
+  // The tables hold for both dynamic maps (the fast path is the one taken),
+  // and not for a book with codes closer than a bucket, which the kernels
+  // then quantize with the binary search.
+  CHECK(bucketsHold(ctx, sig));
+  CHECK(bucketsHold(ctx, uns));
+  std::vector<float> dense(256);
+  for (size_t i = 0; i < 256; ++i)
+    dense[i] = 0.5f + float(i) * 1e-4f;
+  CHECK_FALSE(bucketsHold(ctx, dense));
+  for (int map : {0, 1}) {
+    // Block sizes 256 (several blocks a step), 2048 (one) and 4096 (two chunks).
     for (int bs : {256, 2048, 4096}) {
       checkSearch(ctx, sig, map, bs, rng);
       checkSearch(ctx, uns, map, bs, rng);
     }
   }
+  checkSearch(ctx, dense, 1, 2048, rng);
 }
 
 } // namespace
@@ -292,12 +316,12 @@ TEST_CASE("quant: bad arguments are clear errors", "[quant]") {
         "dequantize_blockwise: the output holds 1998 bytes, needs 2000");
 }
 
-TEST_CASE("quant: the guided searches give the binary search's codes at every edge", "[quant]") {
+TEST_CASE("quant: the bucketed search gives the binary search's codes at every edge", "[quant]") {
   Context ctx{createInterpreterBackend()};
   checkSearches(ctx);
 }
 
-TEST_CASE("quant: the guided searches give the binary search's codes at every edge (GPU)",
+TEST_CASE("quant: the bucketed search gives the binary search's codes at every edge (GPU)",
           "[quant][gpu]") {
   auto ctx = gpuOrSkip();
   if (ctx)

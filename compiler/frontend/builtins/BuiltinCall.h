@@ -3,7 +3,7 @@
 // IRGen::callBuiltin (Builtins.cpp) looks the name up in a table of handlers
 // and runs the one it finds; the handlers live in builtins/*.cpp:
 //   Shape.cpp      program_id, num_programs, arange, zeros, full, zeros_like,
-//                  broadcast_to, reshape, trans, expand_dims
+//                  broadcast_to, reshape, trans, expand_dims, gather
 //   Memory.cpp     load, store, atomic_*
 //   DotReduce.cpp  dot, sum, max, min, argmax, argmin
 //   Math.cpp       exp ... ceil, abs, fma, where, maximum, minimum, cdiv
@@ -61,6 +61,7 @@ public:
   SemValue onReshape();
   SemValue onTrans();
   SemValue onExpandDims();
+  SemValue onGather();
   // Memory.cpp
   SemValue onLoad();
   SemValue onStore();

@@ -158,6 +158,44 @@ SemValue BuiltinCall::onTrans() {
                                                    b_.getDenseI32ArrayAttr(order)), t);
 }
 
+// gather(src, index, axis): Triton's tl.gather (src and index of one rank,
+// equal off the axis), and a rank-1 src read as a table by an index of any
+// shape. On the GPU src is staged in shared memory once, where it is defined.
+SemValue BuiltinCall::onGather() {
+  if (!bind({{"src", "index", "axis"}, 2}) || !requireTile(a[0]) || !requireTile(a[1]))
+    return SemValue::invalid();
+  const SemValue &src = a[0].value, &idx = a[1].value;
+  if (idx.type.elem.isPointer() || isFloat(idx.type.elem.scalar))
+    return fail(a[1].loc, "gather() indices must be integers, got " + idx.type.str());
+  size_t rank = src.type.shape.size();
+  int64_t axis = 0;
+  if (!isNone(a[2])) {
+    auto ax = axisArg(a[2], rank);
+    if (!ax)
+      return SemValue::invalid();
+    axis = *ax;
+  }
+  if (rank != 1) {
+    if (idx.type.shape.size() != rank)
+      return fail(L, "gather() of a rank-" + std::to_string(rank) + " tile needs indices of the same rank, got " +
+                         idx.type.str());
+    for (size_t d = 0; d < rank; ++d)
+      if (int64_t(d) != axis && src.type.shape[d] != idx.type.shape[d])
+        return fail(L, "gather() src " + src.type.str() + " and indices " + idx.type.str() +
+                           " differ in dimension " + std::to_string(d) + ", which is not the axis");
+  }
+  // The op reads indices as signed: widen unsigned ones (u8 codes 128..255).
+  SemValue index = idx;
+  if (isUnsigned(idx.type.elem.scalar) && scalarTypeBits(idx.type.elem.scalar) < 32) {
+    index = castTo(idx, DType{ScalarType::i32, 0}, a[1].loc);
+    if (!index.ok())
+      return index;
+  }
+  TileType t{src.type.elem, idx.type.shape};
+  return SemValue::ofRuntime(tile::GatherOp::create(b_, ml, toMlir(t), src.value, index.value,
+                                                    b_.getI32IntegerAttr(int32_t(axis))), t);
+}
+
 SemValue BuiltinCall::onExpandDims() {
   if (!bind({{"x", "axis"}, 2}) || !requireRuntime(a[0], "needs a tile"))
     return SemValue::invalid();

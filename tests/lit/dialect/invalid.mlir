@@ -142,3 +142,19 @@ func.func @trans_perm(%x: tensor<64x32xf32>) {
   %t = tile.trans %x {order = array<i32: 0, 0>} : tensor<64x32xf32> -> tensor<64x32xf32>
   return
 }
+
+// -----
+
+func.func @gather_float_index(%x: tensor<256xf32>, %i: tensor<64xf32>) {
+  // expected-error @+1 {{indices must be integers}}
+  %g = tile.gather %x[%i] {axis = 0 : i32} : tensor<256xf32>, tensor<64xf32> -> tensor<64xf32>
+  return
+}
+
+// -----
+
+func.func @gather_shape(%x: tensor<64x32xf32>, %i: tensor<8x16xi32>) {
+  // expected-error @+1 {{src and indices differ in dimension 1}}
+  %g = tile.gather %x[%i] {axis = 0 : i32} : tensor<64x32xf32>, tensor<8x16xi32> -> tensor<8x16xf32>
+  return
+}

@@ -26,6 +26,9 @@ func.func @all_ops(%p: !tile.ptr<f32>, %pi: !tile.ptr<i32>, %n: i32) {
   %b = tile.broadcast %e : tensor<64x1xf32> -> tensor<64x32xf32>
   // CHECK: tile.trans %{{.*}} {order = array<i32: 1, 0>} : tensor<64x32xf32> -> tensor<32x64xf32>
   %t = tile.trans %b {order = array<i32: 1, 0>} : tensor<64x32xf32> -> tensor<32x64xf32>
+  // CHECK: tile.gather %{{.*}}[%{{.*}}] {axis = 0 : i32} : tensor<64x32xf32>, tensor<8x32xi32> -> tensor<8x32xf32>
+  %gi = arith.constant dense<3> : tensor<8x32xi32>
+  %g = tile.gather %b[%gi] {axis = 0 : i32} : tensor<64x32xf32>, tensor<8x32xi32> -> tensor<8x32xf32>
   // CHECK: tile.reshape %{{.*}} : tensor<32x64xf32> -> tensor<2048xf32>
   %rs = tile.reshape %t : tensor<32x64xf32> -> tensor<2048xf32>
   %acc = arith.constant dense<0.0> : tensor<64x64xf32>
