@@ -58,6 +58,10 @@ struct Config {
   /// The integer constexpr `name` (a tile size, for a grid function).
   /// Throws tessera::Error when the config does not set it to an integer.
   int64_t get(const std::string &name) const;
+  /// The integer `name` if the config sets it, else `fallback` (the kernel's default).
+  int64_t getOr(const std::string &name, int64_t fallback) const {
+    return constexprs.count(name) ? get(name) : fallback;
+  }
   Config &warps(int n) { numWarps = n; return *this; }
   Config &stages(int n) { numStages = n; return *this; }
   Config &specializeWarps(bool on) { warpSpecialize = on; return *this; }

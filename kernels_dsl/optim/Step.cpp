@@ -14,6 +14,9 @@ namespace tessera::optim {
 
 namespace {
 
+// Chunks each persistent program of adam8bit_step takes (its STEPS default).
+constexpr int64_t kStepsPerProgram = 8;
+
 struct StepScalars {
   float beta1, beta2, epsC2, stepSize, decay;
 };
@@ -107,14 +110,12 @@ void AdamW8bit::step(const Stream &stream) {
   const StepScalars k = scalarsFor(s.options, s.step + 1);
   for (LaunchGroup &g : s.groups) {
     const int64_t vtotal = g.vtotal;
-    // The 8-bit kernel's programs are persistent: at most as many as fit on
-    // the device at once (each stages its tables in shared memory once).
-    const int64_t resident = g.eightBit ? std::max(1, s.ctx->smCount()) * int64_t(2048) : 0;
-    TunedKernel::GridFn grid = [vtotal, resident](const Config &c) {
+    // The 8-bit kernel's programs are persistent, STEPS chunks each (each
+    // stages its tables in shared memory once); the f32 kernel's take one.
+    const bool persistent = g.eightBit;
+    TunedKernel::GridFn grid = [vtotal, persistent](const Config &c) {
       int64_t chunks = vtotal / c.get("CHUNK");
-      if (resident)
-        chunks = std::min(chunks, std::max<int64_t>(1, resident / (32 * c.numWarps.value_or(4))));
-      return Grid::of(chunks);
+      return Grid::of(persistent ? cdiv(chunks, c.getOr("STEPS", kStepsPerProgram)) : chunks);
     };
     if (!g.configChosen)
       chooseConfigOnScratch(s, g, grid, k);

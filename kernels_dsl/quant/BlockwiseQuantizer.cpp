@@ -57,6 +57,9 @@ void checkCommon(const char *what, size_t count, const DeviceBuffer<float> &code
 
 } // namespace
 
+// Steps each persistent program of quantize_blockwise takes (its STEPS default).
+constexpr int64_t kStepsPerProgram = 8;
+
 // The kernel's type and block size; quantize's also the bucket tables' shape.
 static std::map<std::string, ConstexprValue> tableConstexprs(const char *typeParam, ScalarType t,
                                                              int blocksize) {
@@ -126,13 +129,12 @@ void BlockwiseQuantizer::quantizeRaw(const Stream &stream, const DeviceMemory &x
     st.buckets.emplace(*st.ctx);
   st.buckets->build(stream, code);
   TunedKernel &k = st.kernel("quantize_blockwise", "DT", dtype, blocksize);
-  // Persistent programs: a step is a block, or TILE elements when TILE holds
-  // several blocks; at most as many programs as fit on the device at once.
-  const int64_t resident = std::max(1, st.ctx->smCount()) * int64_t(2048);
+  // Persistent programs, STEPS steps each (a step is a block, or TILE
+  // elements when TILE holds several blocks): the tables are staged once a
+  // program, and the hardware balances the programs.
   auto grid = [&](const Config &c) {
     int64_t steps = cdiv(int64_t(n), std::max(int64_t(blocksize), c.get("TILE")));
-    int64_t threads = 32 * int64_t(c.numWarps.value_or(4));
-    return Grid::of(std::max<int64_t>(1, std::min(steps, resident / threads)));
+    return Grid::of(cdiv(steps, c.getOr("STEPS", kStepsPerProgram)));
   };
   const CodeBuckets &b = *st.buckets;
   k.launchWithArgs(stream, grid,

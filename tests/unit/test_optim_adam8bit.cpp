@@ -8,7 +8,9 @@
 #include "GpuTestSupport.h"
 #include "TestSupport.h"
 #include "support/BlockwiseReference.h"
+#include "../kernels_dsl/quant/CodeBuckets.h"
 
+#include "tessera/KernelLibrary.h"
 #include "tessera/optim/AdamW8bit.h"
 #include "tessera/quant/Blockwise.h"
 #include "tessera/tessera.h"
@@ -495,4 +497,84 @@ TEST_CASE("optim: moving the buffers' objects keeps the optimizer's tensors", "[
   for (size_t i = 0; i < got.size(); ++i)
     moved += got[i] != hp[i];
   CHECK(moved > got.size() / 2);
+}
+
+namespace {
+
+// adam8bit_step launched directly on one tensor with 3 persistent programs
+// (so each takes several chunks), with and without PREFETCH, and with the
+// binary search (MAP 0): the same bits. Every config of the autotune space
+// is one of these combinations of CHUNK, warps and PREFETCH.
+void checkPrefetchAndSearch(Context &ctx) {
+  Seeded rng;
+  INFO("seed " << rng.seed);
+  const int32_t n = int32_t(rng.range(9000, 12000));  // ragged: the last chunk is partial
+  const std::vector<float> p0 = rng.uniform(size_t(n)), g0 = rng.uniform(size_t(n), -0.1f, 0.1f);
+  const size_t blocks = size_t(n + 255) / 256;
+  std::vector<uint8_t> m0(static_cast<size_t>(n)), v0(static_cast<size_t>(n));
+  for (size_t i = 0; i < m0.size(); ++i)
+    m0[i] = uint8_t(rng.rng() & 255), v0[i] = uint8_t(rng.rng() & 255);
+  const std::vector<float> a10 = rng.uniform(blocks, 0.0f, 0.01f), a20 = rng.uniform(blocks, 0.0f, 1e-4f);
+  auto code1 = ctx.upload(quant::create_dynamic_map(true));
+  auto code2 = ctx.upload(quant::create_dynamic_map(false));
+  quant::CodeBuckets b1(ctx), b2(ctx);
+  b1.build(ctx.stream(), code1);
+  b2.build(ctx.stream(), code2);
+  const int32_t vtotal = (n + 4095) / 4096 * 4096;
+  struct Out {
+    std::vector<float> p, a1, a2;
+    std::vector<uint8_t> m, v;
+  };
+  auto run = [&](int prefetch, int map) {
+    auto p = ctx.upload(p0), g = ctx.upload(g0), a1 = ctx.upload(a10), a2 = ctx.upload(a20);
+    auto m = ctx.upload(m0), v = ctx.upload(v0);
+    auto params = ctx.upload(std::vector<int64_t>{int64_t(p.address())});
+    auto grads = ctx.upload(std::vector<int64_t>{int64_t(g.address())});
+    auto owner = ctx.upload(std::vector<int32_t>(size_t(vtotal / 4096), 0));
+    auto zero = ctx.upload(std::vector<int32_t>{0}), count = ctx.upload(std::vector<int32_t>{n});
+    Kernel k = compile(ctx, kernelLibraryPath("optim/adam8bit.tile"), "adam8bit_step",
+                       {{"CHUNK", int64_t(1024)}, {"PREFETCH", int64_t(prefetch)},
+                        {"MAP", int64_t(map)}});
+    std::vector<ArgValue> args{ArgValue::pointer(ScalarType::f32, params.address()),
+                               ArgValue::pointer(ScalarType::f32, grads.address())};
+    args[0].type.pointerDepth = args[1].type.pointerDepth = 2;
+    for (ArgValue a : {toArgValue(owner), toArgValue(zero), toArgValue(zero), toArgValue(count)})
+      args.push_back(a);
+    for (ArgValue a : {toArgValue(m), toArgValue(v)})
+      args.push_back(a);
+    for (ArgValue a : {toArgValue(a1), toArgValue(a2), toArgValue(code1), toArgValue(code2)})
+      args.push_back(a);
+    for (ArgValue a : {toArgValue(b1.buckets()), toArgValue(b1.bad()), toArgValue(b2.buckets()),
+                       toArgValue(b2.bad())})
+      args.push_back(a);
+    for (ArgValue a : {toArgValue(vtotal), toArgValue(0.9f), toArgValue(0.999f), toArgValue(1e-8f),
+                       toArgValue(-1e-3f), toArgValue(0.99999f)})
+      args.push_back(a);
+    k.launchWithArgs(ctx.stream(), Grid::of(3), args);
+    ctx.synchronize();
+    return Out{p.toHost(), a1.toHost(), a2.toHost(), m.toHost(), v.toHost()};
+  };
+  const Out base = run(0, 1), pre = run(1, 1), search = run(0, 0);
+  for (const Out *o : {&pre, &search}) {
+    CHECK(o->p == base.p);
+    CHECK(o->m == base.m);
+    CHECK(o->v == base.v);
+    CHECK(o->a1 == base.a1);
+    CHECK(o->a2 == base.a2);
+  }
+  CHECK(base.m != m0);  // the step changed the states
+}
+
+} // namespace
+
+TEST_CASE("optim: persistent programs, prefetch and the bucketed search change no bit", "[optim]") {
+  Context ctx{createInterpreterBackend()};
+  checkPrefetchAndSearch(ctx);
+}
+
+TEST_CASE("optim: persistent programs, prefetch and the bucketed search change no bit (GPU)",
+          "[optim][gpu]") {
+  auto ctx = gpuOrSkip();
+  if (ctx)
+    checkPrefetchAndSearch(*ctx);
 }

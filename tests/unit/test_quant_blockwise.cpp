@@ -140,7 +140,8 @@ std::vector<float> edgeValues(const std::vector<float> &code, Seeded &rng, size_
 }
 
 // quantize_blockwise with search MAP over `code`, against the reference search.
-void checkSearch(Context &ctx, const std::vector<float> &code, int map, int bs, Seeded &rng) {
+void checkSearch(Context &ctx, const std::vector<float> &code, int map, int bs, Seeded &rng,
+                 int prefetch = 0) {
   const std::vector<float> x = edgeValues(code, rng, size_t(bs));
   std::vector<uint8_t> refQ;
   std::vector<float> refAbsmax;
@@ -148,7 +149,7 @@ void checkSearch(Context &ctx, const std::vector<float> &code, int map, int bs, 
   Kernel k = compile(ctx, kernelLibraryPath("quant/blockwise_quant.tile"), "quantize_blockwise",
                      {{"BLOCKSIZE", int64_t(bs)}, {"TILE", int64_t(2048)}, {"MAP", int64_t(map)},
                       {"BITS", int64_t(quant::kBucketBits)}, {"ELO", int64_t(quant::kBucketExpLo)},
-                      {"PREP", int64_t(quant::kBucketPrep)}});
+                      {"PREP", int64_t(quant::kBucketPrep)}, {"PREFETCH", int64_t(prefetch)}});
   DeviceBuffer<float> dx = ctx.upload(x), dcode = ctx.upload(code);
   quant::CodeBuckets buckets(ctx);
   buckets.build(ctx.stream(), dcode);
@@ -163,7 +164,7 @@ void checkSearch(Context &ctx, const std::vector<float> &code, int map, int bs, 
   for (size_t i = 0; i < x.size(); ++i)
     if (got[i] != refQ[i] && wrong++ == 0)
       first = i;
-  INFO("seed " << rng.seed << ", MAP " << map << ", block size " << bs << ", " << wrong << " wrong of " << x.size()
+  INFO("seed " << rng.seed << ", MAP " << map << ", PREFETCH " << prefetch << ", block size " << bs << ", " << wrong << " wrong of " << x.size()
                << "; first: x = " << x[first] << " got " << int(got[first]) << " want "
                << int(refQ[first]));
   CHECK(wrong == 0);
@@ -200,6 +201,11 @@ void checkSearches(Context &ctx) {
     }
   }
   checkSearch(ctx, dense, 1, 2048, rng);
+  // Loading the next step ahead (whole-block steps: block sizes up to TILE).
+  for (int bs : {256, 2048}) {
+    checkSearch(ctx, sig, 1, bs, rng, 1);
+    checkSearch(ctx, uns, 1, bs, rng, 1);
+  }
 }
 
 } // namespace
