@@ -159,6 +159,8 @@ BuiltinCall::Handler BuiltinCall::handlerFor(const std::string &name) {
       {"min", &B::onMaxMin},
       {"argmax", &B::onReduce},
       {"argmin", &B::onReduce},
+      {"fdiv", &B::onFdiv},
+      {"div_rn", &B::onFdiv},
       // elementwise math
       {"exp", &B::onUnaryMath},
       {"exp2", &B::onUnaryMath},

@@ -6,7 +6,8 @@
 //                  broadcast_to, reshape, trans, expand_dims, gather
 //   Memory.cpp     load, store, atomic_*
 //   DotReduce.cpp  dot, sum, max, min, argmax, argmin
-//   Math.cpp       exp ... ceil, abs, fma, where, maximum, minimum, cdiv
+//   Math.cpp       exp ... ceil, abs, fma, where, maximum, minimum, cdiv,
+//                  fdiv, div_rn
 //   Misc.cpp       multiple_of, max_contiguous, cast, bitcast, float, int,
 //                  static_assert, device_print
 // A handler returns the call's value, or SemValue::invalid() after reporting
@@ -78,6 +79,7 @@ public:
   SemValue onWhere();
   SemValue onMaximumMinimum(); // maximum, minimum
   SemValue onCdiv();
+  SemValue onFdiv(); // fdiv, div_rn
   SemValue onUmulhi();
   // Random.cpp
   SemValue onRandom(); // rand, randn, randint, randint4x

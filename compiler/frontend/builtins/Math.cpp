@@ -133,6 +133,28 @@ SemValue BuiltinCall::onMaximumMinimum() {
   return SemValue::ofRuntime(r, x.type);
 }
 
+// fdiv(x, y, ieee_rounding=False): Triton's tl.fdiv. x / y, and without
+// ieee_rounding the division may be approximate (LLVM's afn: NVPTX's
+// div.approx.f32, within 2 ulp, a few instructions instead of the
+// correctly rounded division's dozen). div_rn(x, y) is x / y, rounded.
+SemValue BuiltinCall::onFdiv() {
+  bool rn = name == "div_rn";
+  if (!bind({rn ? std::vector<const char *>{"x", "y"} : std::vector<const char *>{"x", "y", "ieee_rounding"}, 2}))
+    return SemValue::invalid();
+  bool ieee = rn;
+  if (!rn && !isNone(a[2])) {
+    if (a[2].value.kind != SemValue::Bool)
+      return fail(a[2].loc, "fdiv() ieee_rounding must be True or False, got " + a[2].value.describe());
+    ieee = a[2].value.b;
+  }
+  SemValue q = binary(BinOp::Div, a[0].value, a[1].value, L);
+  if (!q.ok() || !q.isRuntime() || ieee)
+    return q;
+  if (auto d = q.value.getDefiningOp<arith::DivFOp>())
+    d.setFastmath(arith::FastMathFlags::afn);
+  return q;
+}
+
 SemValue BuiltinCall::onCdiv() {
   if (!bind({{"x", "y"}, 2}))
     return SemValue::invalid();
