@@ -274,6 +274,14 @@ public:
 private:
   bool lowerBlock(Block &blk);
   bool lowerElementwise(Operation *op);
+  // Slices (RowReduce.cpp, TileToNVVM.cpp): a reduction result, or an
+  // elementwise function of reduction results, read in the reduced tile's
+  // layout from registers. sliceParentOf: that layout, if `v` is one;
+  // servable: whether elem(v, c) needs no shared memory (no barrier); readIn:
+  // whether every use of a broadcast of it is an elementwise op in `p`.
+  std::optional<Layout> sliceParentOf(Value v, int depth = 0);
+  bool servable(Value v, ArrayRef<Value> c, int depth = 0);
+  bool readOnlyIn(Value v, const Layout &p, int depth = 0);
   /// One lane of an elementwise op, its operands mapped to scalars: tile ops
   /// with no arith/math equivalent (add_ptr, bitcast, ptr_to_int) become their
   /// LLVM forms; the rest are cloned with the element type converted. Used
@@ -343,6 +351,9 @@ private:
   int printCount_ = 0;
   LoweredValues vals_;
   DenseMap<Value, int64_t> smemOffsets_;
+  // Results of last-axis reductions: the layout of the reduced tile, in whose
+  // slots the row values are also remembered (RowReduce.cpp).
+  DenseMap<Value, Layout> sliceParent_;
   std::map<std::pair<std::vector<int64_t>, int64_t>, SmallVector<Value>> coordCache_;
   Location errorLoc_;
   std::string error_;

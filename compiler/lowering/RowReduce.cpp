@@ -6,7 +6,24 @@
 // source in shared memory and walks the axis element by element.
 #include "KernelLowering.h"
 
+#include "mlir/Dialect/Math/IR/Math.h"
+
 namespace tessera::lowering::detail {
+
+// Whether `v`, or an elementwise function of it, is expanded (to be broadcast).
+static bool feedsExpandDims(Value v, int depth) {
+  if (depth > 8)
+    return false;
+  for (Operation *u : v.getUsers()) {
+    if (isa<tile::ExpandDimsOp>(u))
+      return true;
+    if (u->getNumResults() == 1 && u->getNumRegions() == 0 &&
+        isa<arith::ArithDialect, math::MathDialect>(u->getDialect()) &&
+        feedsExpandDims(u->getResult(0), depth + 1))
+      return true;
+  }
+  return false;
+}
 
 std::optional<bool> KernelLowering::lowerLastAxisReduce(tile::ReduceOp op) {
   auto srcs = op.getSrcs();
@@ -107,6 +124,37 @@ std::optional<bool> KernelLowering::lowerLastAxisReduce(tile::ReduceOp op) {
   }
   for (size_t i = 0; i < n; ++i)
     bindDist(op.getResult(i), results[i]);
+  // 5. (When the result, or a function of it, is expanded to be broadcast
+  //    back.) The row's value in every slot of the source's layout (a slice of it,
+  //    as Triton's slice layouts): remembered at the slot's coordinates, so
+  //    that the result broadcast back over the rows (x / max(x, 1)[:, None])
+  //    is read from registers, not through shared memory (elem, servable).
+  if (!llvm::any_of(op.getResults(), [](Value r) { return feedsExpandDims(r, 0); }))
+    return true;
+  for (int64_t g = 0; g < groups; ++g) {
+    Value row = arith::AddIOp::create(b_, loc, i32c(g * rowsPerChunk, loc), rowInChunk);
+    Value first = arith::MulIOp::create(b_, loc, row, i32c(warpsPerRow, loc));
+    SmallVector<Value> acc;
+    for (int64_t w = 0; w < warpsPerRow; ++w) {
+      Value idx = arith::AddIOp::create(b_, loc, first, i32c(w, loc));
+      SmallVector<Value> x;
+      for (size_t i = 0; i < n; ++i)
+        x.push_back(LLVM::LoadOp::create(b_, loc, ets[i], smemPtr(bases[i], idx, ets[i], loc)));
+      acc = acc.empty() ? x : combine(op, acc, x);
+    }
+    for (int64_t k = g * chunksPerRow; k < (g + 1) * chunksPerRow; ++k)
+      for (int64_t v = 0; v < lay.vec; ++v) {
+        ArrayRef<Value> c = coords(lay, k * lay.vec + v);
+        for (size_t i = 0; i < n; ++i) {
+          LoweredValues::MemoKey key{op.getResult(i).getAsOpaquePointer(), {}};
+          for (Value x : c.drop_back())
+            key.second.push_back(x.getAsOpaquePointer());
+          vals_.remember(key, acc[i]);
+        }
+      }
+  }
+  for (size_t i = 0; i < n; ++i)
+    sliceParent_[op.getResult(i)] = lay;
   return true;
 }
 

@@ -208,6 +208,8 @@ SmallVector<Value> KernelLowering::materialize(Value v, Location loc) {
   return materializeIn(v, layoutOf(cast<RankedTensorType>(v.getType())), loc);
 }
 
+static bool isElementwise(Operation *op);
+
 Value KernelLowering::elem(Value v, ArrayRef<Value> c, Location loc) {
   Lowered &lv = lookup(v);
   if (lv.kind == Lowered::Scalar)
@@ -224,6 +226,15 @@ Value KernelLowering::elem(Value v, ArrayRef<Value> c, Location loc) {
     Type et = cast<tile::PtrType>(getElementTypeOrSelf(lv.type)).getPointeeType();
     r = LLVM::GEPOp::create(b_, loc, LLVM::LLVMPointerType::get(b_.getContext(), 1),
                             convertElem(et), p, ValueRange{lv.scalar});
+  } else if (Operation *def = v.getDefiningOp();
+             lv.kind == Lowered::Dist && def && isElementwise(def) && servable(v, c)) {
+    // A function of row values known in these coordinates' slots (slices):
+    // recomputed here from registers.
+    IRMapping map;
+    for (Value operand : def->getOperands())
+      map.map(operand, isa<RankedTensorType>(operand.getType()) ? elem(operand, c, loc)
+                                                                 : scalarOf(operand));
+    r = emitScalarOp(def, map, loc);
   } else if (lv.kind == Lowered::Dist) {
     // Registers read at arbitrary coordinates: through shared memory.
     Value base = toSmem(v, loc);
@@ -382,6 +393,82 @@ static bool isElementwise(Operation *op) {
          isa<tile::AddPtrOp, tile::BitcastOp, tile::PtrToIntOp>(op);
 }
 
+std::optional<Layout> KernelLowering::sliceParentOf(Value v, int depth) {
+  if (auto it = sliceParent_.find(v); it != sliceParent_.end())
+    return it->second;
+  Operation *op = v.getDefiningOp();
+  if (!op || depth > 8 || !isElementwise(op))
+    return std::nullopt;
+  std::optional<Layout> found;
+  for (Value o : op->getOperands()) {
+    if (!isa<RankedTensorType>(o.getType()) || lookup(o).kind != Lowered::Dist)
+      continue;
+    std::optional<Layout> p = sliceParentOf(o, depth + 1);
+    if (!p || (found && *found != *p))
+      return std::nullopt;
+    found = p;
+  }
+  return found;
+}
+
+bool KernelLowering::servable(Value v, ArrayRef<Value> c, int depth) {
+  if (depth > 8)
+    return false;
+  Lowered &lv = lookup(v);
+  if (lv.kind == Lowered::Scalar)
+    return true;
+  LoweredValues::MemoKey key{v.getAsOpaquePointer(), {}};
+  for (Value x : c)
+    key.second.push_back(x.getAsOpaquePointer());
+  if (vals_.recall(key))
+    return true;
+  Operation *op = v.getDefiningOp();
+  if (!op || (lv.kind != Lowered::Dist && lv.kind != Lowered::Virtual))
+    return false;
+  if (isElementwise(op)) {
+    for (Value o : op->getOperands())
+      if (isa<RankedTensorType>(o.getType()) && !servable(o, c, depth + 1))
+        return false;
+    return true;
+  }
+  if (lv.kind == Lowered::Dist)
+    return false;
+  if (isa<arith::ConstantOp, tile::MakeRangeOp, tile::SplatOp>(op))
+    return true;
+  if (auto ed = dyn_cast<tile::ExpandDimsOp>(op)) {
+    SmallVector<Value> sc(c.begin(), c.end());
+    sc.erase(sc.begin() + ed.getAxis());
+    return servable(ed.getSrc(), sc, depth + 1);
+  }
+  if (auto bc = dyn_cast<tile::BroadcastOp>(op)) {
+    auto srcShape = bc.getSrc().getType().getShape();
+    SmallVector<Value> sc(c.begin(), c.end());
+    for (size_t d = 0; d < srcShape.size(); ++d)
+      if (srcShape[d] == 1)
+        sc[d] = entryConst(b_.getI32IntegerAttr(0));
+    return servable(bc.getSrc(), sc, depth + 1);
+  }
+  return false;
+}
+
+bool KernelLowering::readOnlyIn(Value v, const Layout &p, int depth) {
+  if (depth > 8)
+    return false;
+  for (Operation *u : v.getUsers()) {
+    if (isa<tile::BroadcastOp, tile::ExpandDimsOp>(u)) {
+      if (!readOnlyIn(u->getResult(0), p, depth + 1))
+        return false;
+      continue;
+    }
+    if (!isElementwise(u))
+      return false;
+    auto rt = dyn_cast<RankedTensorType>(u->getResult(0).getType());
+    if (!rt || tgpu::mmaEncodingOf(rt) || layoutOf(rt) != p)
+      return false;
+  }
+  return true;
+}
+
 bool KernelLowering::lowerOp(Operation *op) {
   Location loc = op->getLoc();
   auto setScalar = [&](Value from, Value to) {
@@ -434,6 +521,24 @@ bool KernelLowering::lowerOp(Operation *op) {
     }
     Lowered &ls = lookup(src);
     auto rt = cast<RankedTensorType>(res.getType());
+    if (auto ed = dyn_cast<tile::ExpandDimsOp>(op); ed && ls.kind == Lowered::Dist) {
+      // A row value (a slice of a reduced tile's layout) expanded to be
+      // broadcast back over the rows: when every use reads it in that layout,
+      // where the reduction left it in registers, nothing goes to shared memory.
+      std::optional<Layout> p = sliceParentOf(src);
+      if (p && int64_t(p->shape.size()) == rt.getRank() && readOnlyIn(res, *p)) {
+        bool all = true;
+        for (int64_t s = 0; all && s < p->slots(); ++s) {
+          SmallVector<Value> sc(coords(*p, s));
+          sc.erase(sc.begin() + ed.getAxis());
+          all = servable(src, sc);
+        }
+        if (all) {
+          setVirtual(res);
+          return true;
+        }
+      }
+    }
     if (ls.kind == Lowered::Dist) {
       // Same flat order and same layout: the registers carry over unchanged.
       Layout a = layoutOfValue(src), b = layoutOf(rt);

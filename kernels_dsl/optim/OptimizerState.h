@@ -4,7 +4,7 @@
 #ifndef TESSERA_KERNELS_OPTIM_OPTIMIZERSTATE_H
 #define TESSERA_KERNELS_OPTIM_OPTIMIZERSTATE_H
 
-#include "../quant/CodeBuckets.h"
+#include "CodeBuckets.h"  // kernels_dsl/quant: the 8-bit step shares the quantizer's tables
 #include "tessera/optim/AdamW8bit.h"
 
 #include <memory>

@@ -880,9 +880,13 @@ TEST_CASE("interpreter: kernels_dsl blockwise quantize / dequantize", "[interp][
     co.constexprs = {{"BLOCKSIZE", bs}, {"TILE", int64_t(1024)}};
     auto q = prepFile("quant/blockwise_quant.tile", "quantize_blockwise", co);
     auto dq = prepFile("quant/blockwise_quant.tile", "dequantize_blockwise", co);
+    // Bucket tables flagged as not holding: every step takes the binary search.
+    std::vector<uint8_t> buckets(8192);
+    std::vector<int32_t> bad(32, 1);
     InterpOptions opt;
-    opt.buffers = {buf(X), buf(code), buf(Q), buf(absmax), buf(Y)};
-    REQUIRE(run(*q, blocks, 1, 1, {ptr(X), ptr(code), ptr(Q), ptr(absmax), InterpArg::i32(n)},
+    opt.buffers = {buf(X), buf(code), buf(Q), buf(absmax), buf(Y), buf(buckets), buf(bad)};
+    REQUIRE(run(*q, blocks, 1, 1,
+                {ptr(X), ptr(code), ptr(Q), ptr(absmax), ptr(buckets), ptr(bad), InterpArg::i32(n)},
                 opt) == "");
     REQUIRE(run(*dq, cdiv(unsigned(n), 1024), 1, 1,
                 {ptr(Q), ptr(code), ptr(absmax), ptr(Y), InterpArg::i32(n)}, opt) == "");
