@@ -174,13 +174,20 @@ AdamW8bit::AdamW8bit(Context &ctx, std::vector<ParamGrad> params, AdamOptions op
   const std::string path = kernelLibraryPath("optim/adam8bit.tile");
   for (LaunchGroup &g : s.groups) {
     buildTables(ctx, s.tensors, g);
+    // Whole 16-byte vectors without a run-time alignment test when every
+    // parameter and gradient of the launch starts on 16 bytes (any buffer
+    // from Context::alloc does; a view at an odd offset takes the tested path).
+    bool aligned = true;
+    for (size_t i : g.tensors)
+      aligned &= s.tensors[i].tensor.param % 16 == 0 && s.tensors[i].tensor.grad % 16 == 0;
     g.kernel = std::make_unique<TunedKernel>(
         ctx, path, g.eightBit ? "adam8bit_step" : "adam32_step",
         g.eightBit ? std::map<std::string, ConstexprValue>{{"PT", DType{g.paramType, 0}},
                                                            {"GT", DType{g.gradType, 0}},
                                                            {"BITS", int64_t(quant::kBucketBits)},
                                                            {"ELO", int64_t(quant::kBucketExpLo)},
-                                                           {"PREP", int64_t(quant::kBucketPrep)}}
+                                                           {"PREP", int64_t(quant::kBucketPrep)},
+                                                           {"ALIGNED", int64_t(aligned)}}
                    : std::map<std::string, ConstexprValue>{{"PT", DType{g.paramType, 0}},
                                                            {"GT", DType{g.gradType, 0}}},
         JitOptions{}, tuning);

@@ -502,8 +502,8 @@ TEST_CASE("optim: moving the buffers' objects keeps the optimizer's tensors", "[
 namespace {
 
 // adam8bit_step launched directly on one tensor with 3 persistent programs
-// (so each takes several chunks), with and without PREFETCH, and with the
-// binary search (MAP 0): the same bits. Every config of the autotune space
+// (so each takes several chunks), with and without PREFETCH, with the
+// binary search (MAP 0), and with ALIGNED (16-byte vectors untested): the same bits. Every config of the autotune space
 // is one of these combinations of CHUNK, warps and PREFETCH.
 void checkPrefetchAndSearch(Context &ctx) {
   Seeded rng;
@@ -525,7 +525,7 @@ void checkPrefetchAndSearch(Context &ctx) {
     std::vector<float> p, a1, a2;
     std::vector<uint8_t> m, v;
   };
-  auto run = [&](int prefetch, int map) {
+  auto run = [&](int prefetch, int map, int aligned) {
     auto p = ctx.upload(p0), g = ctx.upload(g0), a1 = ctx.upload(a10), a2 = ctx.upload(a20);
     auto m = ctx.upload(m0), v = ctx.upload(v0);
     auto params = ctx.upload(std::vector<int64_t>{int64_t(p.address())});
@@ -534,7 +534,7 @@ void checkPrefetchAndSearch(Context &ctx) {
     auto zero = ctx.upload(std::vector<int32_t>{0}), count = ctx.upload(std::vector<int32_t>{n});
     Kernel k = compile(ctx, kernelLibraryPath("optim/adam8bit.tile"), "adam8bit_step",
                        {{"CHUNK", int64_t(1024)}, {"PREFETCH", int64_t(prefetch)},
-                        {"MAP", int64_t(map)}});
+                        {"MAP", int64_t(map)}, {"ALIGNED", int64_t(aligned)}});
     std::vector<ArgValue> args{ArgValue::pointer(ScalarType::f32, params.address()),
                                ArgValue::pointer(ScalarType::f32, grads.address())};
     args[0].type.pointerDepth = args[1].type.pointerDepth = 2;
@@ -554,8 +554,8 @@ void checkPrefetchAndSearch(Context &ctx) {
     ctx.synchronize();
     return Out{p.toHost(), a1.toHost(), a2.toHost(), m.toHost(), v.toHost()};
   };
-  const Out base = run(0, 1), pre = run(1, 1), search = run(0, 0);
-  for (const Out *o : {&pre, &search}) {
+  const Out base = run(0, 1, 0), pre = run(1, 1, 0), search = run(0, 0, 0), aligned = run(0, 1, 1);
+  for (const Out *o : {&pre, &search, &aligned}) {
     CHECK(o->p == base.p);
     CHECK(o->m == base.m);
     CHECK(o->v == base.v);
