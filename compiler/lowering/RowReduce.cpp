@@ -10,6 +10,34 @@
 
 namespace tessera::lowering::detail {
 
+// The redux.sync kind of a one-result i32 combine that is a single add, min,
+// max, and, or or xor of its two arguments (sm_80 and later), or nothing.
+static std::optional<NVVM::ReduxKind> reduxKindOf(tile::ReduceOp op) {
+  if (op.getSrcs().size() != 1)
+    return std::nullopt;
+  Block &body = op.getCombine().front();
+  if (!cast<RankedTensorType>(op.getSrcs()[0].getType()).getElementType().isInteger(32) ||
+      body.getOperations().size() != 2)
+    return std::nullopt;
+  Operation &o = body.front();
+  auto ret = dyn_cast<tile::ReduceReturnOp>(body.back());
+  if (!ret || ret.getResults().size() != 1 || ret.getResults()[0] != o.getResult(0) ||
+      o.getNumOperands() != 2 ||
+      !((o.getOperand(0) == body.getArgument(0) && o.getOperand(1) == body.getArgument(1)) ||
+        (o.getOperand(0) == body.getArgument(1) && o.getOperand(1) == body.getArgument(0))))
+    return std::nullopt;
+  using K = NVVM::ReduxKind;
+  if (isa<arith::AddIOp>(o)) return K::ADD;
+  if (isa<arith::MaxSIOp>(o)) return K::MAX;
+  if (isa<arith::MinSIOp>(o)) return K::MIN;
+  if (isa<arith::MaxUIOp>(o)) return K::UMAX;
+  if (isa<arith::MinUIOp>(o)) return K::UMIN;
+  if (isa<arith::AndIOp>(o)) return K::AND;
+  if (isa<arith::OrIOp>(o)) return K::OR;
+  if (isa<arith::XOrIOp>(o)) return K::XOR;
+  return std::nullopt;
+}
+
 // Whether `v`, or an elementwise function of it, is expanded (to be broadcast).
 static bool feedsExpandDims(Value v, int depth) {
   if (depth > 8)
@@ -18,7 +46,8 @@ static bool feedsExpandDims(Value v, int depth) {
     if (isa<tile::ExpandDimsOp>(u))
       return true;
     if (u->getNumResults() == 1 && u->getNumRegions() == 0 &&
-        isa<arith::ArithDialect, math::MathDialect>(u->getDialect()) &&
+        (isa<arith::ArithDialect, math::MathDialect>(u->getDialect()) ||
+         isa<tile::BitcastOp>(u)) &&
         feedsExpandDims(u->getResult(0), depth + 1))
       return true;
   }
@@ -65,15 +94,23 @@ std::optional<bool> KernelLowering::lowerLastAxisReduce(tile::ReduceOp op) {
           x.push_back(atSlot(s, lay, k * lay.vec + v, loc));
         part[g] = part[g].empty() ? x : combine(op, part[g], x);
       }
-  // 2. Lanes of the same row (consecutive threads, a power of two of them).
+  // 2. Lanes of the same row (consecutive threads, a power of two of them):
+  //    one redux.sync when a whole warp shares the row and the combine is an
+  //    integer add, min, max or bitwise op, else butterfly shuffles.
   int64_t lanes = std::min<int64_t>(span, 32);
-  for (int64_t off = 1; off < lanes; off *= 2)
-    for (auto &p : part) {
-      SmallVector<Value> other;
-      for (Value x : p)
-        other.push_back(shuffleXor(x, int(off), loc));
-      p = combine(op, p, other);
-    }
+  std::optional<NVVM::ReduxKind> redux = lanes == 32 ? reduxKindOf(op) : std::nullopt;
+  if (redux) {
+    for (auto &p : part)
+      p[0] = NVVM::ReduxOp::create(b_, loc, p[0].getType(), p[0], *redux, i32c(-1, loc));
+  } else {
+    for (int64_t off = 1; off < lanes; off *= 2)
+      for (auto &p : part) {
+        SmallVector<Value> other;
+        for (Value x : p)
+          other.push_back(shuffleXor(x, int(off), loc));
+        p = combine(op, p, other);
+      }
+  }
   // 3. Per-warp partials through shared memory: [row][warp of the row].
   int64_t warpsPerRow = span / lanes;
   SmallVector<Value> bases;
