@@ -18,6 +18,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Interfaces/DataLayoutInterfaces.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -95,6 +96,37 @@ LogicalResult collectKernels(ModuleOp module, const TargetOptions &options, Kern
   return success();
 }
 
+/// The approximate f32 ops as one instruction each, flushing denormals (as
+/// CUDA's fast-math intrinsics and Triton, whose libdevice calls run with
+/// __CUDA_FTZ set): rsqrt as rsqrt.approx.ftz.f32, a division marked afn
+/// (fdiv without ieee_rounding) as a * rcp.approx.ftz.f32(b). Without ftz
+/// each takes about five instructions to rescale denormal operands.
+struct RsqrtApproxFtz : OpConversionPattern<math::RsqrtOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(math::RsqrtOp op, OpAdaptor a,
+                                ConversionPatternRewriter &rw) const override {
+    if (!op.getType().isF32())
+      return failure();
+    rw.replaceOpWithNewOp<LLVM::CallIntrinsicOp>(
+        op, op.getType(), rw.getStringAttr("llvm.nvvm.rsqrt.approx.ftz.f"),
+        ValueRange{a.getOperand()});
+    return success();
+  }
+};
+
+struct DivApproxFtz : OpConversionPattern<arith::DivFOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(arith::DivFOp op, OpAdaptor a,
+                                ConversionPatternRewriter &rw) const override {
+    if (!op.getType().isF32() ||
+        !arith::bitEnumContainsAll(op.getFastmath(), arith::FastMathFlags::afn))
+      return failure();
+    Value r = NVVM::RcpApproxFtzF32Op::create(rw, op.getLoc(), rw.getF32Type(), a.getRhs());
+    rw.replaceOpWithNewOp<LLVM::FMulOp>(op, a.getLhs(), r);
+    return success();
+  }
+};
+
 /// arith ops that have no direct LLVM lowering are expanded first.
 LogicalResult expandArith(ModuleOp module) {
   RewritePatternSet patterns(module.getContext());
@@ -115,6 +147,7 @@ LogicalResult convertToLLVM(ModuleOp module) {
   // cannot select llvm.exp/log/sin/... itself, and libdevice matches CUDA's
   // accuracy for the rest.
   populateLibDeviceConversionPatterns(converter, patterns, /*benefit=*/10);
+  patterns.add<RsqrtApproxFtz, DivApproxFtz>(converter, ctx, /*benefit=*/20);
   arith::populateArithToLLVMConversionPatterns(converter, patterns);
   populateMathToLLVMConversionPatterns(converter, patterns);
   cf::populateControlFlowToLLVMConversionPatterns(converter, patterns);
