@@ -761,9 +761,24 @@ bool KernelLowering::lowerLoad(tile::LoadOp op) {
   // element is loaded on its own. Guarding each vector separately put each
   // load in its own branch and serialized their latencies.
   auto vt = VectorType::get({lay.vec}, et);
+  // Bytes load as one integer and are shifted out of it: a vector of i8
+  // goes through 16-bit registers in NVPTX, and a later widening (a u8 index)
+  // then costs a mask an element.
+  bool bytes = et.isInteger(8) && lay.vec > 1;
+  auto wide = b_.getIntegerType(unsigned(8 * lay.vec));
   auto vecLoads = [&]() {
     SmallVector<Value> lanes;
     for (int64_t k = 0; k < nslots / lay.vec; ++k) {
+      if (bytes) {
+        Value w = LLVM::LoadOp::create(b_, loc, wide, ptrs[k * lay.vec], lay.vec * eb,
+                                       op.getIsVolatile());
+        for (int64_t v = 0; v < lay.vec; ++v) {
+          Value sh = arith::ShRUIOp::create(
+              b_, loc, w, arith::ConstantOp::create(b_, loc, b_.getIntegerAttr(wide, 8 * v)));
+          lanes.push_back(arith::TruncIOp::create(b_, loc, et, sh));
+        }
+        continue;
+      }
       Value vec = LLVM::LoadOp::create(b_, loc, vt, ptrs[k * lay.vec], lay.vec * eb,
                                        op.getIsVolatile());
       for (int64_t v = 0; v < lay.vec; ++v)
