@@ -79,5 +79,10 @@ TEST_CASE("GPU: benchmark times a kernel; L2 flushed repeats are no faster", "[g
                                     << c.spread());
   CHECK(c.medianMs > 0.0);
   CHECK(w.medianMs > 0.0);
-  CHECK(c.medianMs >= 0.95 * w.medianMs);
+  // The fastest repeats, not the medians: a median of 21 warm repeats of an
+  // 11 us kernel moved by 60% from run to run on an H200 (2026-11-27), and a
+  // flushed median once came out 9% below the warm one. A warm repeat can
+  // only gain from L2, so the fastest warm repeat is no slower than the
+  // fastest flushed one.
+  CHECK(c.minMs >= 0.95 * w.minMs);
 }
