@@ -58,8 +58,11 @@ public:
   /// q[i] = nearest code of x[i] / absmax[block]; absmax[b] = max |x| over block b.
   /// `code` holds 256 strictly increasing floats, `q` x.size() bytes, `absmax`
   /// cdiv(x.size(), blocksize). The codes are those of the specified binary
-  /// search for any such book; the kernel finds them fastest for the signed
-  /// dynamic map, whose shape guides its search (blockwise_quant.md).
+  /// search for any such book; the kernel reads them from bucket tables that
+  /// this object rebuilds from `code` on `stream` before each call (one
+  /// quantizer's calls must not run on several streams at once), falling
+  /// back to the search for a book whose codes are closer than a bucket
+  /// (blockwise_quant.md).
   template <class T>
   void quantize(const Stream &stream, const DeviceBuffer<T> &x, const DeviceBuffer<float> &code,
                 DeviceBuffer<uint8_t> &q, DeviceBuffer<float> &absmax,
