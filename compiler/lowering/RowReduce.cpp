@@ -141,12 +141,8 @@ std::optional<bool> KernelLowering::lowerLastAxisReduce(tile::ReduceOp op) {
     }
   }
   barrier(loc);
-  // 4. The result's owners (its blocked layout) combine the row's partials.
-  auto rt = cast<RankedTensorType>(op.getResult(0).getType());
-  Layout out = layoutOf(rt);
-  SmallVector<SmallVector<Value>> results(n);
-  for (int64_t s = 0; s < out.slots(); ++s) {
-    Value row = flatIndex(coords(out, s), out.shape, loc);
+  // Row `row`'s value: its warps' partials, combined.
+  auto rowValue = [&](Value row) {
     Value first = arith::MulIOp::create(b_, loc, row, i32c(warpsPerRow, loc));
     SmallVector<Value> acc;
     for (int64_t w = 0; w < warpsPerRow; ++w) {
@@ -156,6 +152,14 @@ std::optional<bool> KernelLowering::lowerLastAxisReduce(tile::ReduceOp op) {
         x.push_back(LLVM::LoadOp::create(b_, loc, ets[i], smemPtr(bases[i], idx, ets[i], loc)));
       acc = acc.empty() ? x : combine(op, acc, x);
     }
+    return acc;
+  };
+  // 4. The result's owners (its blocked layout) combine the row's partials.
+  auto rt = cast<RankedTensorType>(op.getResult(0).getType());
+  Layout out = layoutOf(rt);
+  SmallVector<SmallVector<Value>> results(n);
+  for (int64_t s = 0; s < out.slots(); ++s) {
+    SmallVector<Value> acc = rowValue(flatIndex(coords(out, s), out.shape, loc));
     for (size_t i = 0; i < n; ++i)
       results[i].push_back(acc[i]);
   }
@@ -169,16 +173,8 @@ std::optional<bool> KernelLowering::lowerLastAxisReduce(tile::ReduceOp op) {
   if (!llvm::any_of(op.getResults(), [](Value r) { return feedsExpandDims(r, 0); }))
     return true;
   for (int64_t g = 0; g < groups; ++g) {
-    Value row = arith::AddIOp::create(b_, loc, i32c(g * rowsPerChunk, loc), rowInChunk);
-    Value first = arith::MulIOp::create(b_, loc, row, i32c(warpsPerRow, loc));
-    SmallVector<Value> acc;
-    for (int64_t w = 0; w < warpsPerRow; ++w) {
-      Value idx = arith::AddIOp::create(b_, loc, first, i32c(w, loc));
-      SmallVector<Value> x;
-      for (size_t i = 0; i < n; ++i)
-        x.push_back(LLVM::LoadOp::create(b_, loc, ets[i], smemPtr(bases[i], idx, ets[i], loc)));
-      acc = acc.empty() ? x : combine(op, acc, x);
-    }
+    SmallVector<Value> acc = rowValue(
+        arith::AddIOp::create(b_, loc, i32c(g * rowsPerChunk, loc), rowInChunk));
     for (int64_t k = g * chunksPerRow; k < (g + 1) * chunksPerRow; ++k)
       for (int64_t v = 0; v < lay.vec; ++v) {
         ArrayRef<Value> c = coords(lay, k * lay.vec + v);
