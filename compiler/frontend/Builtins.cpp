@@ -160,6 +160,9 @@ BuiltinCall::Handler BuiltinCall::handlerFor(const std::string &name) {
       {"argmax", &B::onReduce},
       {"argmin", &B::onReduce},
       {"fdiv", &B::onFdiv},
+      {"sigmoid", &B::onSigmoid},
+      {"softmax", &B::onSoftmax},
+      {"clamp", &B::onClamp},
       {"div_rn", &B::onFdiv},
       // elementwise math
       {"exp", &B::onUnaryMath},

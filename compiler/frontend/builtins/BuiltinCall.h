@@ -10,6 +10,7 @@
 //                  fdiv, div_rn
 //   Misc.cpp       multiple_of, max_contiguous, cast, bitcast, float, int,
 //                  static_assert, device_print
+//   Composite.cpp  sigmoid, softmax, clamp (written with the builtins above)
 // A handler returns the call's value, or SemValue::invalid() after reporting
 // a diagnostic. It uses only IRGen's public interface for the builtins.
 #ifndef TESSERA_FRONTEND_BUILTINS_BUILTINCALL_H
@@ -89,6 +90,10 @@ public:
   SemValue onFloatInt(); // float, int
   SemValue onStaticAssert();
   SemValue onDevicePrint();
+  // Composite.cpp
+  SemValue onSigmoid();
+  SemValue onSoftmax();
+  SemValue onClamp();
 
 private:
   IRGen &g;
@@ -102,6 +107,11 @@ private:
   const char *fn;
   mlir::OpBuilder &b_;
   mlir::MLIRContext &ctx_;
+
+  /// Runs builtin `other` on these arguments, at this call's location (the
+  /// composites of Composite.cpp).
+  SemValue invoke(const std::string &other, std::vector<SemValue> pos,
+                  std::vector<std::pair<std::string, SemValue>> named = {});
 
   // ---- checks shared by the builtins (Builtins.cpp) -------------------------
   /// Binds `args` and `kws` to `sig.params` in `a`; reports errors Python-style.
