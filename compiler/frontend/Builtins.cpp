@@ -160,6 +160,7 @@ BuiltinCall::Handler BuiltinCall::handlerFor(const std::string &name) {
       {"argmax", &B::onReduce},
       {"argmin", &B::onReduce},
       {"fdiv", &B::onFdiv},
+      {"debug_barrier", &B::onDebugBarrier},
       {"sigmoid", &B::onSigmoid},
       {"softmax", &B::onSoftmax},
       {"clamp", &B::onClamp},

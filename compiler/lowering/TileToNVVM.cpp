@@ -579,6 +579,10 @@ bool KernelLowering::lowerOp(Operation *op) {
     func::ReturnOp::create(b_, loc);
     return true;
   }
+  if (isa<tile::BarrierOp>(op)) {
+    barrier(loc);
+    return true;
+  }
   if (auto pr = dyn_cast<tile::PrintOp>(op))
     return lowerPrint(pr);
   if (isElementwise(op))

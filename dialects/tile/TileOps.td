@@ -214,6 +214,16 @@ def Tile_HintOp : Tile_Op<"hint", [Pure, AllTypesMatch<["src", "result"]>]> {
   let hasVerifier = 1;
 }
 
+def Tile_BarrierOp : Tile_Op<"barrier"> {
+  let summary = "every thread of the program waits here (Triton's debug_barrier)";
+  let description = [{
+    A block-wide barrier: no thread of the program passes it before all have
+    reached it, and memory operations before it complete first. A no-op in
+    the interpreter, which runs a program's tiles as one.
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
 def Tile_PrintOp : Tile_Op<"print"> {
   let summary = "device-side print of scalars and tiles with a prefix";
   let arguments = (ins StrAttr:$prefix, Variadic<AnyType>:$args);

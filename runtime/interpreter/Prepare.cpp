@@ -956,6 +956,7 @@ bool Decoder::decodeOp(Operation &op, Block &out) {
       .Case([&](tile::DotOp d) { return decodeDot(d, ins, rf, out); })
       .Case([&](tile::ReduceOp r) { return decodeReduce(r, out); })
       .Case([&](tile::PrintOp p) { return decodePrint(p, ins, out); })
+      .Case([&](tile::BarrierOp) { return true; }) // one program is one thread of tiles
       // Structured control flow.
       .Case([&](scf::ForOp f) { return decodeFor(f, ins, out); })
       .Case([&](scf::WhileOp w) { return decodeWhile(w, ins, out); })

@@ -126,6 +126,14 @@ SemValue BuiltinCall::onStaticAssert() {
   return SemValue::none();
 }
 
+// debug_barrier(): Triton's tl.debug_barrier, a block-wide barrier.
+SemValue BuiltinCall::onDebugBarrier() {
+  if (!bind({{}, 0}))
+    return SemValue::invalid();
+  tile::BarrierOp::create(b_, ml);
+  return SemValue::none();
+}
+
 SemValue BuiltinCall::onDevicePrint() {
   if (!bind({{"prefix"}, 1, /*variadic=*/true}))
     return SemValue::invalid();
