@@ -161,6 +161,7 @@ BuiltinCall::Handler BuiltinCall::handlerFor(const std::string &name) {
       {"argmin", &B::onReduce},
       {"fdiv", &B::onFdiv},
       {"debug_barrier", &B::onDebugBarrier},
+      {"device_assert", &B::onDeviceAssert},
       {"sigmoid", &B::onSigmoid},
       {"softmax", &B::onSoftmax},
       {"clamp", &B::onClamp},

@@ -302,6 +302,7 @@ private:
   bool lowerDot(tile::DotOp op);
   bool lowerDotMma(tile::DotOp op, const Layout &lay, Value aS, Value bS);
   bool lowerPrint(tile::PrintOp op);
+  bool lowerAssert(tile::AssertOp op);
   bool lowerReduce(tile::ReduceOp op);
   // RowReduce.cpp: along the last axis of an N-D tile with shuffles;
   // nullopt when the shape or types do not allow it.

@@ -579,6 +579,8 @@ bool KernelLowering::lowerOp(Operation *op) {
     func::ReturnOp::create(b_, loc);
     return true;
   }
+  if (auto as = dyn_cast<tile::AssertOp>(op))
+    return lowerAssert(as);
   if (isa<tile::BarrierOp>(op)) {
     barrier(loc);
     return true;
@@ -974,6 +976,65 @@ bool KernelLowering::lowerAtomic(Operation *op) {
 //===----------------------------------------------------------------------===//
 // device_print: one vprintf per owned element, by the primary owner
 //===----------------------------------------------------------------------===//
+
+// device_assert: every slot's condition, and when one is false a call to
+// __assertfail (a PTX system call, like vprintf) with the message, the
+// source file and line and the kernel's name: the kernel stops and the next
+// synchronization reports a device-side assert.
+bool KernelLowering::lowerAssert(tile::AssertOp op) {
+  Location loc = op.getLoc();
+  auto ptr0 = LLVM::LLVMPointerType::get(b_.getContext());
+  std::string file = "<unknown>";
+  unsigned line = 0;
+  if (auto fl = loc->findInstanceOf<FileLineColLoc>()) {
+    file = fl.getFilename().str();
+    line = fl.getLine();
+  }
+  int id = printCount_++;
+  auto global = [&](const std::string &what, std::string text) {
+    text.push_back('\0');
+    std::string sym = "__tessera_assert_" + what + "_" + dst_.getName().str() + "_" + std::to_string(id);
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointToStart(module_.getBody());
+    auto arrTy = LLVM::LLVMArrayType::get(b_.getI8Type(), text.size());
+    LLVM::GlobalOp::create(b_, loc, arrTy, /*isConstant=*/true, LLVM::Linkage::Internal, sym,
+                           b_.getStringAttr(text));
+    return sym;
+  };
+  std::string msgSym = global("msg", op.getMessage().empty() ? "device_assert" : op.getMessage().str());
+  std::string fileSym = global("file", file), funcSym = global("func", dst_.getName().str());
+  {
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointToStart(module_.getBody());
+    if (!module_.lookupSymbol<LLVM::LLVMFuncOp>("__assertfail"))
+      LLVM::LLVMFuncOp::create(
+          b_, loc, "__assertfail",
+          LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(b_.getContext()),
+                                      {ptr0, ptr0, b_.getI32Type(), ptr0, b_.getI64Type()}));
+  }
+  Value ok;
+  if (auto rt = dyn_cast<RankedTensorType>(op.getCond().getType())) {
+    Layout lay = layoutOfValue(op.getCond());
+    for (int64_t s = 0; s < lay.slots(); ++s) {
+      Value c = atSlot(op.getCond(), lay, s, loc);
+      ok = ok ? Value(arith::AndIOp::create(b_, loc, ok, c)) : c;
+    }
+  } else {
+    ok = scalarOf(op.getCond());
+  }
+  Value failed = arith::XOrIOp::create(
+      b_, loc, ok, arith::ConstantOp::create(b_, loc, b_.getBoolAttr(true)));
+  auto ifOp = makeIf(failed, false, loc);
+  OpBuilder::InsertionGuard g(b_);
+  b_.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  Value msg = LLVM::AddressOfOp::create(b_, loc, ptr0, msgSym);
+  Value fileP = LLVM::AddressOfOp::create(b_, loc, ptr0, fileSym);
+  Value funcP = LLVM::AddressOfOp::create(b_, loc, ptr0, funcSym);
+  LLVM::CallOp::create(b_, loc, TypeRange{}, "__assertfail",
+                       ValueRange{msg, fileP, i32c(int64_t(line), loc), funcP,
+                                  arith::ConstantOp::create(b_, loc, b_.getI64IntegerAttr(1))});
+  return true;
+}
 
 bool KernelLowering::lowerPrint(tile::PrintOp op) {
   Location loc = op.getLoc();

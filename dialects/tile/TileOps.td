@@ -224,6 +224,17 @@ def Tile_BarrierOp : Tile_Op<"barrier"> {
   let assemblyFormat = "attr-dict";
 }
 
+def Tile_AssertOp : Tile_Op<"assert"> {
+  let summary = "device_assert: stop the kernel when an element of the condition is false";
+  let description = [{
+    The interpreter reports the first false element with the message and
+    stops; the GPU calls __assertfail (the kernel ends with a device-side
+    assert, which the next synchronization reports).
+  }];
+  let arguments = (ins AnyType:$cond, StrAttr:$message);
+  let assemblyFormat = "$cond `,` $message attr-dict `:` type($cond)";
+}
+
 def Tile_PrintOp : Tile_Op<"print"> {
   let summary = "device-side print of scalars and tiles with a prefix";
   let arguments = (ins StrAttr:$prefix, Variadic<AnyType>:$args);

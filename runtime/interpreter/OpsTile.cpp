@@ -546,6 +546,16 @@ std::string formatElem(EK k, const uint8_t *p, int64_t i) {
 
 // One line per scalar print; for tiles one line per element:
 //   pid (0, 0, 0) idx (3, 1) prefix: 1.5
+// The first false element stops the run with the message (ins.text).
+bool assertOp(Exec &e, const Instr &ins) {
+  const uint8_t *c = P<uint8_t>(e, ins.a);
+  for (int64_t i = 0; i < N(e, ins); ++i)
+    if (!c[i])
+      return fail(e, ins, "device_assert failed" + (ins.text.empty() ? "" : ": " + ins.text),
+                  laneText(ins, i).empty() ? "" : laneText(ins, i).substr(2));
+  return true;
+}
+
 bool printOp(Exec &e, const Instr &ins) {
   std::vector<std::string> lines;
   std::string pid = "pid (" + std::to_string(e.pid[0]) + ", " + std::to_string(e.pid[1]) +
@@ -670,6 +680,7 @@ bool resolveTile(Instr &ins, std::string &err) {
   }
   case Op::Reduce: ins.fn = &reduceOp; return true;
   case Op::Print: ins.fn = &printOp; return true;
+  case Op::Assert: ins.fn = &assertOp; return true;
   default:
     err = std::string("no tile implementation of ") + opName(ins.op);
     return false;

@@ -957,6 +957,17 @@ bool Decoder::decodeOp(Operation &op, Block &out) {
       .Case([&](tile::ReduceOp r) { return decodeReduce(r, out); })
       .Case([&](tile::PrintOp p) { return decodePrint(p, ins, out); })
       .Case([&](tile::BarrierOp) { return true; }) // one program is one thread of tiles
+      .Case([&](tile::AssertOp a) {
+        TypeFacts f;
+        if (!facts(a.getCond().getType(), f))
+          return unsupported(a);
+        ins.op = interp::Op::Assert;
+        ins.a = get(a.getCond());
+        ins.n = f.n;
+        ins.shape = f.shape;
+        ins.text = a.getMessage().str();
+        return finish(ins, a, out);
+      })
       // Structured control flow.
       .Case([&](scf::ForOp f) { return decodeFor(f, ins, out); })
       .Case([&](scf::WhileOp w) { return decodeWhile(w, ins, out); })

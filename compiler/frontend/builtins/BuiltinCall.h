@@ -9,7 +9,7 @@
 //   Math.cpp       exp ... ceil, abs, fma, where, maximum, minimum, cdiv,
 //                  fdiv, div_rn
 //   Misc.cpp       multiple_of, max_contiguous, cast, bitcast, float, int,
-//                  static_assert, device_print, debug_barrier
+//                  static_assert, device_print, debug_barrier, device_assert
 //   Composite.cpp  sigmoid, softmax, clamp (written with the builtins above)
 // A handler returns the call's value, or SemValue::invalid() after reporting
 // a diagnostic. It uses only IRGen's public interface for the builtins.
@@ -91,6 +91,7 @@ public:
   SemValue onStaticAssert();
   SemValue onDevicePrint();
   SemValue onDebugBarrier();
+  SemValue onDeviceAssert();
   // Composite.cpp
   SemValue onSigmoid();
   SemValue onSoftmax();

@@ -126,6 +126,42 @@ SemValue BuiltinCall::onStaticAssert() {
   return SemValue::none();
 }
 
+// device_assert(cond, msg="", mask=None): Triton's tl.device_assert. Lanes
+// where mask is false pass; a compile-time true condition emits nothing.
+SemValue BuiltinCall::onDeviceAssert() {
+  if (!bind({{"cond", "msg", "mask"}, 1}))
+    return SemValue::invalid();
+  std::string msg;
+  if (!isNone(a[1])) {
+    if (a[1].value.kind != SemValue::Str)
+      return fail(a[1].loc, "device_assert() msg must be a string, got " + a[1].value.describe());
+    msg = a[1].value.s;
+  }
+  SemValue cond = a[0].value;
+  if (cond.isConst() && isNone(a[2])) {
+    bool truth = cond.kind == SemValue::Bool ? cond.b
+                 : cond.kind == SemValue::Int ? cond.i != 0
+                 : cond.kind == SemValue::Float ? cond.f != 0.0 : true;
+    if (truth)
+      return SemValue::none();
+  }
+  SemValue c = castTo(cond.isConst() ? materialize(cond, a[0].loc) : cond, DType{ScalarType::i1, 0},
+                      a[0].loc);
+  if (!c.ok())
+    return c;
+  if (!isNone(a[2])) {
+    SemValue m;
+    if (!maskArg(a[2], m))
+      return SemValue::invalid();
+    SemValue off = binary(BinOp::Eq, m, SemValue::ofBool(false), L);
+    c = off.ok() ? binary(BinOp::BitOr, c, off, L) : off;
+    if (!c.ok())
+      return c;
+  }
+  tile::AssertOp::create(b_, ml, c.value, b_.getStringAttr(msg));
+  return SemValue::none();
+}
+
 // debug_barrier(): Triton's tl.debug_barrier, a block-wide barrier.
 SemValue BuiltinCall::onDebugBarrier() {
   if (!bind({{}, 0}))
