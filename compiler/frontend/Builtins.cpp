@@ -165,6 +165,11 @@ BuiltinCall::Handler BuiltinCall::handlerFor(const std::string &name) {
       {"sigmoid", &B::onSigmoid},
       {"softmax", &B::onSoftmax},
       {"clamp", &B::onClamp},
+      {"flip", &B::onFlip},
+      {"join", &B::onJoin},
+      {"split", &B::onSplit},
+      {"interleave", &B::onInterleave},
+      {"cat", &B::onCat},
       {"div_rn", &B::onFdiv},
       // elementwise math
       {"exp", &B::onUnaryMath},

@@ -10,7 +10,8 @@
 //                  fdiv, div_rn
 //   Misc.cpp       multiple_of, max_contiguous, cast, bitcast, float, int,
 //                  static_assert, device_print, debug_barrier, device_assert
-//   Composite.cpp  sigmoid, softmax, clamp (written with the builtins above)
+//   Composite.cpp  sigmoid, softmax, clamp, flip, join, split, interleave,
+//                  cat (written with the builtins above)
 // A handler returns the call's value, or SemValue::invalid() after reporting
 // a diagnostic. It uses only IRGen's public interface for the builtins.
 #ifndef TESSERA_FRONTEND_BUILTINS_BUILTINCALL_H
@@ -96,6 +97,11 @@ public:
   SemValue onSigmoid();
   SemValue onSoftmax();
   SemValue onClamp();
+  SemValue onFlip();
+  SemValue onJoin();
+  SemValue onSplit();
+  SemValue onInterleave();
+  SemValue onCat();
 
 private:
   IRGen &g;
@@ -114,6 +120,8 @@ private:
   /// composites of Composite.cpp).
   SemValue invoke(const std::string &other, std::vector<SemValue> pos,
                   std::vector<std::pair<std::string, SemValue>> named = {});
+  /// An i32 tile of `shape` holding each element's coordinate along `axis`.
+  SemValue coordinate(const std::vector<int64_t> &shape, size_t axis);
 
   // ---- checks shared by the builtins (Builtins.cpp) -------------------------
   /// Binds `args` and `kws` to `sig.params` in `a`; reports errors Python-style.
