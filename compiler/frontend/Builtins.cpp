@@ -159,6 +159,7 @@ BuiltinCall::Handler BuiltinCall::handlerFor(const std::string &name) {
       {"min", &B::onMaxMin},
       {"argmax", &B::onReduce},
       {"argmin", &B::onReduce},
+      {"reduce", &B::onCustomReduce},
       {"fdiv", &B::onFdiv},
       {"debug_barrier", &B::onDebugBarrier},
       {"device_assert", &B::onDeviceAssert},

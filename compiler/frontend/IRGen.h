@@ -61,6 +61,12 @@ public:
   std::optional<int64_t> intArg(const Arg &a, const char *fn, const char *what);
   std::optional<DType> dtypeArg(const Arg &a, const char *fn);
   bool truthy(const SemValue &v, Loc l, mlir::Value &out);
+  /// Inlines @func `fn` (a Func value) at the builder's insertion point with
+  /// positional `args` (a reduce's combine_fn).
+  SemValue callFunction(const Expr &call, const SemValue &fn, std::vector<Arg> &args) {
+    std::vector<std::pair<std::string, Arg>> kws;
+    return callHelper(call, *fn.fn, *fn.fnModule, args, kws);
+  }
 
 private:
   using Scope = std::map<std::string, SemValue>;

@@ -5,7 +5,7 @@
 //   Shape.cpp      program_id, num_programs, arange, zeros, full, zeros_like,
 //                  broadcast_to, reshape, trans, expand_dims, gather
 //   Memory.cpp     load, store, atomic_*
-//   DotReduce.cpp  dot, sum, max, min, argmax, argmin
+//   DotReduce.cpp  dot, sum, max, min, argmax, argmin, reduce
 //   Math.cpp       exp ... ceil, abs, fma, where, maximum, minimum, cdiv,
 //                  fdiv, div_rn
 //   Misc.cpp       multiple_of, max_contiguous, cast, bitcast, float, int,
@@ -75,6 +75,7 @@ public:
   SemValue onMaxMin(); // Python's max/min of two constants, else a reduction
   SemValue onPythonMaxMin();
   SemValue onReduce(); // sum, max, min, argmax, argmin
+  SemValue onCustomReduce(); // reduce(input, axis, combine_fn, keep_dims)
   // Math.cpp
   SemValue onUnaryMath(); // exp, exp2, log, log2, sqrt, rsqrt, sin, cos, tanh, erf, floor, ceil, abs
   SemValue onFma();

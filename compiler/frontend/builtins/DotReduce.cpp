@@ -233,4 +233,107 @@ SemValue BuiltinCall::onReduce() {
   return result;
 }
 
+// reduce(input, axis, combine_fn, keep_dims=False): Triton's tl.reduce with a
+// user @func combining two elements (or two tuples of elements, for a tuple
+// of tiles) into one. The combine is inlined into the reduce region, which
+// both back ends already run for sum and argmax; it must be associative (the
+// order of combination is the back end's). axis None reduces every element.
+SemValue BuiltinCall::onCustomReduce() {
+  if (!bind({{"input", "axis", "combine_fn", "keep_dims"}, 3}))
+    return SemValue::invalid();
+  if (a[2].value.kind != SemValue::Func)
+    return fail(a[2].loc, "reduce() combine_fn must be a @func, got " + a[2].value.describe());
+  bool keep = false;
+  if (!isNone(a[3])) {
+    if (a[3].value.kind != SemValue::Bool)
+      return fail(a[3].loc, "reduce() keep_dims must be True or False");
+    keep = a[3].value.b;
+  }
+  std::vector<SemValue> ins = a[0].value.kind == SemValue::Tuple ? a[0].value.elems
+                                                                  : std::vector<SemValue>{a[0].value};
+  for (const SemValue &v : ins)
+    if (!v.isTile() || v.type.elem.isPointer())
+      return fail(a[0].loc, "reduce() needs tiles of numbers, got " + v.describe());
+  for (const SemValue &v : ins)
+    if (v.type.shape != ins[0].type.shape)
+      return fail(a[0].loc, "reduce() needs tiles of one shape, got " + ins[0].type.str() +
+                                " and " + v.type.str());
+  std::vector<int64_t> origShape = ins[0].type.shape;
+  bool all = isNone(a[1]);
+  int64_t axis = 0;
+  if (all) {
+    int64_t n = 1;
+    for (int64_t d : origShape)
+      n *= d;
+    for (SemValue &v : ins)
+      if (origShape.size() != 1) {
+        TileType flat{v.type.elem, {n}};
+        v = SemValue::ofRuntime(tile::ReshapeOp::create(b_, ml, toMlir(flat), v.value), flat);
+      }
+  } else {
+    auto ax = axisArg(a[1], origShape.size());
+    if (!ax)
+      return SemValue::invalid();
+    axis = *ax;
+  }
+  std::vector<int64_t> rshape = ins[0].type.shape;
+  rshape.erase(rshape.begin() + axis);
+  std::vector<Value> srcs;
+  std::vector<Type> resTys;
+  for (const SemValue &v : ins) {
+    srcs.push_back(v.value);
+    Type et = toMlir(v.type.elem);
+    resTys.push_back(rshape.empty() ? et : Type(RankedTensorType::get(rshape, et)));
+  }
+  auto red = tile::ReduceOp::create(b_, ml, resTys, srcs, int32_t(axis));
+  mlir::Block *body = new mlir::Block();
+  red.getCombine().push_back(body);
+  for (int side = 0; side < 2; ++side)
+    for (const SemValue &v : ins)
+      body->addArgument(toMlir(v.type.elem), ml);
+  {
+    OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPointToStart(body);
+    std::vector<Arg> cargs;
+    for (size_t k = 0; k < 2 * ins.size(); ++k) {
+      const SemValue &v = ins[k % ins.size()];
+      cargs.push_back(Arg{SemValue::ofRuntime(body->getArgument(unsigned(k)), TileType{v.type.elem, {}}),
+                          L, nullptr, true});
+    }
+    SemValue r = g.callFunction(call, a[2].value, cargs);
+    if (!r.ok())
+      return r;
+    std::vector<SemValue> outs = r.kind == SemValue::Tuple ? r.elems : std::vector<SemValue>{r};
+    if (outs.size() != ins.size())
+      return fail(a[2].loc, "reduce() combine_fn must return " + std::to_string(ins.size()) +
+                                " value" + (ins.size() == 1 ? "" : "s") + ", got " +
+                                std::to_string(outs.size()));
+    std::vector<Value> vals;
+    for (size_t k = 0; k < outs.size(); ++k) {
+      SemValue o = outs[k].isConst() ? g.materialize(outs[k], L, ins[k].type.elem) : outs[k];
+      if (o.ok() && o.type.elem != ins[k].type.elem)
+        o = castTo(o, ins[k].type.elem, L);
+      if (!o.ok() || o.isTile())
+        return fail(a[2].loc, "reduce() combine_fn must return scalars of the input's types");
+      vals.push_back(o.value);
+    }
+    tile::ReduceReturnOp::create(b_, ml, vals);
+  }
+  std::vector<SemValue> results;
+  for (size_t k = 0; k < ins.size(); ++k) {
+    SemValue res = SemValue::ofRuntime(red.getResult(unsigned(k)), TileType{ins[k].type.elem, rshape});
+    if (keep) {
+      std::vector<int64_t> kshape = all ? std::vector<int64_t>(origShape.size(), 1) : origShape;
+      if (!all)
+        kshape[size_t(axis)] = 1;
+      TileType kt{res.type.elem, kshape};
+      Value v = res.type.isTile() ? Value(tile::ReshapeOp::create(b_, ml, toMlir(kt), res.value))
+                                  : Value(tile::SplatOp::create(b_, ml, toMlir(kt), res.value));
+      res = SemValue::ofRuntime(v, kt);
+    }
+    results.push_back(res);
+  }
+  return results.size() == 1 ? results[0] : SemValue::ofTuple(std::move(results));
+}
+
 } // namespace tessera::fe::builtins
