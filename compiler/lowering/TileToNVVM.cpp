@@ -770,18 +770,24 @@ bool KernelLowering::lowerLoad(tile::LoadOp op) {
   // Bytes load as one integer and are shifted out of it: a vector of i8
   // goes through 16-bit registers in NVPTX, and a later widening (a u8 index)
   // then costs a mask an element.
+  // A guarded vector load without masks (alignment not proven) also loads as
+  // one integer: LLVM scalarizes a vector load whose uses are all extracts,
+  // and then merges the two branches into the scalar loads.
+  bool unmasked = llvm::all_of(masks, [](Value m) { return !m; });
   bool bytes = et.isInteger(8) && lay.vec > 1;
-  auto wide = b_.getIntegerType(unsigned(8 * lay.vec));
-  auto vecLoads = [&]() {
+  auto wide = b_.getIntegerType(unsigned(8 * eb * lay.vec));
+  auto lane = b_.getIntegerType(unsigned(8 * eb));
+  auto vecLoads = [&](bool asInteger) {
     SmallVector<Value> lanes;
     for (int64_t k = 0; k < nslots / lay.vec; ++k) {
-      if (bytes) {
+      if (bytes || asInteger) {
         Value w = LLVM::LoadOp::create(b_, loc, wide, ptrs[k * lay.vec], lay.vec * eb,
                                        op.getIsVolatile());
         for (int64_t v = 0; v < lay.vec; ++v) {
           Value sh = arith::ShRUIOp::create(
-              b_, loc, w, arith::ConstantOp::create(b_, loc, b_.getIntegerAttr(wide, 8 * v)));
-          lanes.push_back(arith::TruncIOp::create(b_, loc, et, sh));
+              b_, loc, w, arith::ConstantOp::create(b_, loc, b_.getIntegerAttr(wide, 8 * eb * v)));
+          Value x = arith::TruncIOp::create(b_, loc, lane, sh);
+          lanes.push_back(lane == et ? x : Value(arith::BitcastOp::create(b_, loc, et, x)));
         }
         continue;
       }
@@ -800,7 +806,7 @@ bool KernelLowering::lowerLoad(tile::LoadOp op) {
       all = all ? Value(arith::AndIOp::create(b_, loc, all, g)) : g;
   }
   if (!all) {
-    l.regs = vecLoads();
+    l.regs = vecLoads(false);
     vals_[op.getResult()] = l;
     return true;
   }
@@ -809,7 +815,7 @@ bool KernelLowering::lowerLoad(tile::LoadOp op) {
   {
     OpBuilder::InsertionGuard g(b_);
     b_.setInsertionPointToStart(ifOp.thenBlock());
-    scf::YieldOp::create(b_, loc, vecLoads());
+    scf::YieldOp::create(b_, loc, vecLoads(unmasked && isa<IntegerType, FloatType>(et)));
     b_.setInsertionPointToStart(ifOp.elseBlock());
     SmallVector<Value> lanes;
     for (int64_t s = 0; s < nslots; ++s)
