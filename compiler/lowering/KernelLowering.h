@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include <functional>
@@ -36,6 +37,15 @@ inline int64_t byteWidth(Type t) {
   if (isa<LLVM::LLVMPointerType>(t))
     return 8;
   return std::max<int64_t>(1, t.getIntOrFloatBitWidth() / 8);
+}
+
+/// One result computed lane by lane from its operands: arith and math ops,
+/// and the tile ops that are elementwise (addptr, bitcast, ptr_to_int).
+inline bool isElementwise(Operation *op) {
+  if (op->getNumResults() != 1 || op->getNumRegions() != 0)
+    return false;
+  return isa<arith::ArithDialect, math::MathDialect>(op->getDialect()) ||
+         isa<tile::AddPtrOp, tile::BitcastOp, tile::PtrToIntOp>(op);
 }
 
 inline int64_t log2i(int64_t v) {

@@ -6,8 +6,6 @@
 // source in shared memory and walks the axis element by element.
 #include "KernelLowering.h"
 
-#include "mlir/Dialect/Math/IR/Math.h"
-
 namespace tessera::lowering::detail {
 
 // The redux.sync kind of a one-result i32 combine that is a single add, min,
@@ -45,10 +43,7 @@ static bool feedsExpandDims(Value v, int depth) {
   for (Operation *u : v.getUsers()) {
     if (isa<tile::ExpandDimsOp>(u))
       return true;
-    if (u->getNumResults() == 1 && u->getNumRegions() == 0 &&
-        (isa<arith::ArithDialect, math::MathDialect>(u->getDialect()) ||
-         isa<tile::BitcastOp>(u)) &&
-        feedsExpandDims(u->getResult(0), depth + 1))
+    if (isElementwise(u) && feedsExpandDims(u->getResult(0), depth + 1))
       return true;
   }
   return false;

@@ -208,8 +208,6 @@ SmallVector<Value> KernelLowering::materialize(Value v, Location loc) {
   return materializeIn(v, layoutOf(cast<RankedTensorType>(v.getType())), loc);
 }
 
-static bool isElementwise(Operation *op);
-
 Value KernelLowering::elem(Value v, ArrayRef<Value> c, Location loc) {
   Lowered &lv = lookup(v);
   if (lv.kind == Lowered::Scalar)
@@ -384,13 +382,6 @@ bool KernelLowering::lowerBlock(Block &blk) {
     touchedMemory_ |= !scalarLoad && !isMemoryEffectFree(&op);
   }
   return true;
-}
-
-static bool isElementwise(Operation *op) {
-  if (op->getNumResults() != 1 || op->getNumRegions() != 0)
-    return false;
-  return isa<arith::ArithDialect, math::MathDialect>(op->getDialect()) ||
-         isa<tile::AddPtrOp, tile::BitcastOp, tile::PtrToIntOp>(op);
 }
 
 std::optional<Layout> KernelLowering::sliceParentOf(Value v, int depth) {

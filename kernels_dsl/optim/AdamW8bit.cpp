@@ -182,12 +182,9 @@ AdamW8bit::AdamW8bit(Context &ctx, std::vector<ParamGrad> params, AdamOptions op
       aligned &= s.tensors[i].tensor.param % 16 == 0 && s.tensors[i].tensor.grad % 16 == 0;
     g.kernel = std::make_unique<TunedKernel>(
         ctx, path, g.eightBit ? "adam8bit_step" : "adam32_step",
-        g.eightBit ? std::map<std::string, ConstexprValue>{{"PT", DType{g.paramType, 0}},
-                                                           {"GT", DType{g.gradType, 0}},
-                                                           {"BITS", int64_t(quant::kBucketBits)},
-                                                           {"ELO", int64_t(quant::kBucketExpLo)},
-                                                           {"PREP", int64_t(quant::kBucketPrep)},
-                                                           {"ALIGNED", int64_t(aligned)}}
+        g.eightBit ? quant::withBucketShape({{"PT", DType{g.paramType, 0}},
+                                             {"GT", DType{g.gradType, 0}},
+                                             {"ALIGNED", int64_t(aligned)}})
                    : std::map<std::string, ConstexprValue>{{"PT", DType{g.paramType, 0}},
                                                            {"GT", DType{g.gradType, 0}}},
         JitOptions{}, tuning);

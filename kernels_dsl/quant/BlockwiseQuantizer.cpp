@@ -65,12 +65,7 @@ static std::map<std::string, ConstexprValue> tableConstexprs(const char *typePar
                                                              int blocksize) {
   std::map<std::string, ConstexprValue> c{{typeParam, DType{t, 0}},
                                           {"BLOCKSIZE", int64_t(blocksize)}};
-  if (std::string(typeParam) == "DT") {
-    c["BITS"] = int64_t(kBucketBits);
-    c["ELO"] = int64_t(kBucketExpLo);
-    c["PREP"] = int64_t(kBucketPrep);
-  }
-  return c;
+  return std::string(typeParam) == "DT" ? withBucketShape(std::move(c)) : c;
 }
 
 struct BlockwiseQuantizer::State {

@@ -13,10 +13,7 @@ CodeBuckets::CodeBuckets(Context &ctx)
 void CodeBuckets::build(const Stream &stream, const DeviceBuffer<float> &code) {
   if (!kernel_)
     kernel_.emplace(compile(*ctx_, kernelLibraryPath("quant/code_buckets.tile"),
-                            "build_code_buckets",
-                            {{"BITS", int64_t(kBucketBits)},
-                             {"ELO", int64_t(kBucketExpLo)},
-                             {"PREP", int64_t(kBucketPrep)}}));
+                            "build_code_buckets", withBucketShape({})));
   kernel_->launch(stream, Grid::of(int64_t(kBucketCount / kBucketPrep)), code, buckets_, bad_);
 }
 

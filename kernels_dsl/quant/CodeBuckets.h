@@ -10,7 +10,9 @@
 #include "tessera/Kernel.h"
 #include "tessera/Memory.h"
 
+#include <map>
 #include <optional>
+#include <string>
 
 namespace tessera::quant {
 
@@ -23,6 +25,15 @@ constexpr int kBucketExpLo = 104;
 constexpr int kBucketPrep = 256;
 /// Both halves (negative and positive x).
 constexpr size_t kBucketCount = size_t(2) * (size_t(32) << kBucketBits);
+
+/// The tables' shape as the constexprs of the kernels that build or read
+/// them (BITS, ELO, PREP), added to `c`.
+inline std::map<std::string, ConstexprValue> withBucketShape(std::map<std::string, ConstexprValue> c) {
+  c["BITS"] = int64_t(kBucketBits);
+  c["ELO"] = int64_t(kBucketExpLo);
+  c["PREP"] = int64_t(kBucketPrep);
+  return c;
+}
 
 class CodeBuckets {
 public:

@@ -148,9 +148,8 @@ void checkSearch(Context &ctx, const std::vector<float> &code, int map, int bs, 
   std::vector<float> refAbsmax;
   quantizeBlockwiseRef(x, bs, code, refQ, refAbsmax);
   Kernel k = compile(ctx, kernelLibraryPath("quant/blockwise_quant.tile"), "quantize_blockwise",
-                     {{"BLOCKSIZE", int64_t(bs)}, {"TILE", int64_t(2048)}, {"MAP", int64_t(map)},
-                      {"BITS", int64_t(quant::kBucketBits)}, {"ELO", int64_t(quant::kBucketExpLo)},
-                      {"PREP", int64_t(quant::kBucketPrep)}, {"PREFETCH", int64_t(prefetch)}});
+                     quant::withBucketShape({{"BLOCKSIZE", int64_t(bs)}, {"TILE", int64_t(2048)},
+                                             {"MAP", int64_t(map)}, {"PREFETCH", int64_t(prefetch)}}));
   DeviceBuffer<float> dx = ctx.upload(x), dcode = ctx.upload(code);
   quant::CodeBuckets buckets(ctx);
   buckets.build(ctx.stream(), dcode);
