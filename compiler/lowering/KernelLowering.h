@@ -308,7 +308,9 @@ private:
   int64_t epiloguePitch(RankedTensorType rt) {
     return rt.getDimSize(1) * byteWidth(convertElem(rt.getElementType())) + 16;
   }
-  bool lowerAtomic(Operation *op);
+  bool lowerAtomic(Operation *op); // Atomics.cpp
+  bool lowerVectorRed(tile::AtomicRMWOp op);
+  Value emitAtomic(Operation *op, Value ptr, Value val, Value cmp, Location loc);
   bool lowerDot(tile::DotOp op);
   bool lowerDotMma(tile::DotOp op, const Layout &lay, Value aS, Value bS);
   bool lowerPrint(tile::PrintOp op);

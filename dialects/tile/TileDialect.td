@@ -38,7 +38,21 @@ def Tile_PtrType : Tile_Type<"Ptr", "ptr"> {
 def Tile_RMWKind : I32EnumAttr<"RMWKind", "atomic read-modify-write kind", [
     I32EnumAttrCase<"add", 0>, I32EnumAttrCase<"max", 1>, I32EnumAttrCase<"min", 2>,
     I32EnumAttrCase<"and_", 3, "and">, I32EnumAttrCase<"or_", 4, "or">,
-    I32EnumAttrCase<"xor_", 5, "xor">, I32EnumAttrCase<"xchg", 6>]> {
+    I32EnumAttrCase<"xor_", 5, "xor">, I32EnumAttrCase<"xchg", 6>,
+    I32EnumAttrCase<"umax", 7>, I32EnumAttrCase<"umin", 8>]> {
+  let cppNamespace = "::tessera::tile";
+}
+
+// Memory-model semantics and scope of an atomic (PTX's .sem and .scope):
+// acq_rel at gpu scope by default, as in Triton.
+def Tile_MemSem : I32EnumAttr<"MemSem", "memory ordering of an atomic", [
+    I32EnumAttrCase<"relaxed", 0>, I32EnumAttrCase<"acquire", 1>,
+    I32EnumAttrCase<"release", 2>, I32EnumAttrCase<"acq_rel", 3>]> {
+  let cppNamespace = "::tessera::tile";
+}
+
+def Tile_MemScope : I32EnumAttr<"MemScope", "the threads an atomic orders against", [
+    I32EnumAttrCase<"gpu", 0>, I32EnumAttrCase<"cta", 1>, I32EnumAttrCase<"sys", 2>]> {
   let cppNamespace = "::tessera::tile";
 }
 

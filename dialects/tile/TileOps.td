@@ -138,7 +138,9 @@ def Tile_StoreOp : Tile_Op<"store"> {
 
 def Tile_AtomicRMWOp : Tile_Op<"atomic_rmw"> {
   let summary = "atomic read-modify-write; returns the old values";
-  let arguments = (ins Tile_RMWKind:$kind, AnyType:$ptr, AnyType:$value, Optional<AnyType>:$mask);
+  let arguments = (ins Tile_RMWKind:$kind, AnyType:$ptr, AnyType:$value, Optional<AnyType>:$mask,
+                       DefaultValuedAttr<Tile_MemSem, "MemSem::acq_rel">:$sem,
+                       DefaultValuedAttr<Tile_MemScope, "MemScope::gpu">:$scope);
   let results = (outs AnyType:$result);
   let assemblyFormat = [{
     $kind $ptr `,` $value (`mask` $mask^)? attr-dict `:` type($ptr) `,` type($value)
@@ -149,7 +151,9 @@ def Tile_AtomicRMWOp : Tile_Op<"atomic_rmw"> {
 
 def Tile_AtomicCASOp : Tile_Op<"atomic_cas"> {
   let summary = "atomic compare-and-swap; returns the old values";
-  let arguments = (ins AnyType:$ptr, AnyType:$cmp, AnyType:$value);
+  let arguments = (ins AnyType:$ptr, AnyType:$cmp, AnyType:$value,
+                       DefaultValuedAttr<Tile_MemSem, "MemSem::acq_rel">:$sem,
+                       DefaultValuedAttr<Tile_MemScope, "MemScope::gpu">:$scope);
   let results = (outs AnyType:$result);
   let assemblyFormat = "$ptr `,` $cmp `,` $value attr-dict `:` type($ptr) `,` type($cmp) `,` type($value) `->` type($result)";
   let hasVerifier = 1;

@@ -764,6 +764,8 @@ bool Decoder::decodeAtomicRMW(tile::AtomicRMWOp r, Instr &ins, const TypeFacts &
   case tile::RMWKind::or_: ins.pred = int32_t(RMW::Or); break;
   case tile::RMWKind::xor_: ins.pred = int32_t(RMW::Xor); break;
   case tile::RMWKind::xchg: ins.pred = int32_t(RMW::Xchg); break;
+  case tile::RMWKind::umax: ins.pred = int32_t(RMW::UMax); break;
+  case tile::RMWKind::umin: ins.pred = int32_t(RMW::UMin); break;
   }
   ins.a = get(r.getPtr());
   ins.b = get(r.getValue());

@@ -18,6 +18,7 @@
 #define TESSERA_FRONTEND_BUILTINS_BUILTINCALL_H
 
 #include "IRGen.h"
+#include "tile/TileDialect.h"
 
 #include <optional>
 #include <string>
@@ -69,6 +70,7 @@ public:
   SemValue onLoad();
   SemValue onStore();
   SemValue onAtomicRMW(); // atomic_add, _max, _min, _and, _or, _xor, _xchg
+  bool atomicOrdering(size_t first, tile::MemSem &sem, tile::MemScope &scope);
   SemValue onAtomicCAS();
   // DotReduce.cpp
   SemValue onDot();

@@ -55,9 +55,38 @@ SemValue BuiltinCall::onStore() {
   return SemValue::none();
 }
 
+// The sem= and scope= arguments of an atomic, at a[first] and a[first + 1]:
+// Triton's names and defaults (acq_rel, gpu).
+bool BuiltinCall::atomicOrdering(size_t first, tile::MemSem &sem, tile::MemScope &scope) {
+  sem = tile::MemSem::acq_rel;
+  scope = tile::MemScope::gpu;
+  const Arg &s = a[first], &c = a[first + 1];
+  if (s.present) {
+    auto v = s.value.kind == SemValue::Str ? tile::symbolizeMemSem(s.value.s) : std::nullopt;
+    if (!v) {
+      fail(s.loc, name + "() sem must be \"relaxed\", \"acquire\", \"release\" or \"acq_rel\"");
+      return false;
+    }
+    sem = *v;
+  }
+  if (c.present) {
+    auto v = c.value.kind == SemValue::Str ? tile::symbolizeMemScope(c.value.s) : std::nullopt;
+    if (!v) {
+      fail(c.loc, name + "() scope must be \"gpu\", \"cta\" or \"sys\"");
+      return false;
+    }
+    scope = *v;
+  }
+  return true;
+}
+
 // atomic_add, atomic_max, atomic_min, atomic_and, atomic_or, atomic_xor, atomic_xchg
 SemValue BuiltinCall::onAtomicRMW() {
-  if (!bind({{"ptr", "val", "mask"}, 2}) || !pointerArg(a[0]))
+  if (!bind({{"ptr", "val", "mask", "sem", "scope"}, 2}) || !pointerArg(a[0]))
+    return SemValue::invalid();
+  tile::MemSem sem;
+  tile::MemScope scope;
+  if (!atomicOrdering(3, sem, scope))
     return SemValue::invalid();
   std::string k = name.substr(7);
   tile::RMWKind kind = k == "add" ? tile::RMWKind::add
@@ -72,6 +101,11 @@ SemValue BuiltinCall::onAtomicRMW() {
   if (elem.isPointer() || scalarTypeBits(elem.scalar) < 16)
     return fail(a[0].loc, name + "() on " + elem.str() +
                               " elements is not supported; atomics need 16-, 32- or 64-bit numbers");
+  // max and min compare unsigned elements as unsigned (atom.max.u32).
+  if (isUnsigned(elem.scalar) && kind == tile::RMWKind::max)
+    kind = tile::RMWKind::umax;
+  if (isUnsigned(elem.scalar) && kind == tile::RMWKind::min)
+    kind = tile::RMWKind::umin;
   bool bitwise = k == "and" || k == "or" || k == "xor";
   if (bitwise && isFloat(elem.scalar))
     return fail(a[0].loc, name + "() needs integer elements, got " + elem.str());
@@ -81,12 +115,16 @@ SemValue BuiltinCall::onAtomicRMW() {
   if (!broadcastWithMask({&ptr, &value}, a[2], mask))
     return SemValue::invalid();
   auto op = tile::AtomicRMWOp::create(b_, ml, value.value.getType(), kind, ptr.value,
-                                      value.value, mask.ok() ? mask.value : Value());
+                                      value.value, mask.ok() ? mask.value : Value(), sem, scope);
   return SemValue::ofRuntime(op.getResult(), value.type);
 }
 
 SemValue BuiltinCall::onAtomicCAS() {
-  if (!bind({{"ptr", "cmp", "val"}, 3}) || !pointerArg(a[0]))
+  if (!bind({{"ptr", "cmp", "val", "sem", "scope"}, 3}) || !pointerArg(a[0]))
+    return SemValue::invalid();
+  tile::MemSem sem;
+  tile::MemScope scope;
+  if (!atomicOrdering(3, sem, scope))
     return SemValue::invalid();
   SemValue ptr = a[0].value;
   DType elem = ptr.type.elem.pointee();
@@ -96,7 +134,8 @@ SemValue BuiltinCall::onAtomicCAS() {
   SemValue val = cmp.ok() ? castTo(a[2].value, elem, a[2].loc) : cmp;
   if (!val.ok() || !broadcastAll({&ptr, &cmp, &val}))
     return SemValue::invalid();
-  auto op = tile::AtomicCASOp::create(b_, ml, val.value.getType(), ptr.value, cmp.value, val.value);
+  auto op = tile::AtomicCASOp::create(b_, ml, val.value.getType(), ptr.value, cmp.value, val.value,
+                                      sem, scope);
   return SemValue::ofRuntime(op.getResult(), val.type);
 }
 

@@ -47,8 +47,12 @@ func.func @all_ops(%p: !tile.ptr<f32>, %pi: !tile.ptr<i32>, %n: i32) {
   %pia = tile.addptr %pis, %r : tensor<64x!tile.ptr<i32>>, tensor<64xi32>
   // CHECK: tile.atomic_rmw add %{{.*}}, %{{.*}} mask %{{.*}} : tensor<64x!tile.ptr<i32>>, tensor<64xi32>, tensor<64xi1> -> tensor<64xi32>
   %old = tile.atomic_rmw add %pia, %r mask %m : tensor<64x!tile.ptr<i32>>, tensor<64xi32>, tensor<64xi1> -> tensor<64xi32>
+  // CHECK: tile.atomic_rmw umax %{{.*}}, %{{.*}} {scope = 1 : i32, sem = 0 : i32}
+  %oldu = tile.atomic_rmw umax %pia, %r {sem = 0 : i32, scope = 1 : i32} : tensor<64x!tile.ptr<i32>>, tensor<64xi32> -> tensor<64xi32>
   // CHECK: tile.atomic_cas
   %c = tile.atomic_cas %pia, %r, %old : tensor<64x!tile.ptr<i32>>, tensor<64xi32>, tensor<64xi32> -> tensor<64xi32>
+  // CHECK: tile.atomic_cas %{{.*}} {scope = 2 : i32, sem = 1 : i32}
+  %c2 = tile.atomic_cas %pia, %r, %old {sem = 1 : i32, scope = 2 : i32} : tensor<64x!tile.ptr<i32>>, tensor<64xi32>, tensor<64xi32> -> tensor<64xi32>
   // CHECK: tile.bitcast %{{.*}} : tensor<64xf32> -> tensor<64xi32>
   %bc = tile.bitcast %x : tensor<64xf32> -> tensor<64xi32>
   // CHECK: tile.ptr_to_int %{{.*}} : !tile.ptr<f32> -> i64
