@@ -119,10 +119,15 @@ public:
   Value i32c(int64_t v, Location loc) {
     return arith::ConstantOp::create(b_, loc, b_.getI32IntegerAttr(int32_t(v)));
   }
+  // One constant per attribute, at the entry: the same Value every time, so
+  // that per-element values keyed on coordinates are found again.
   Value entryConst(TypedAttr attr) {
+    Value &known = entryConsts_[attr];
+    if (known)
+      return known;
     OpBuilder::InsertionGuard g(b_);
     b_.setInsertionPointAfter(tid_.getDefiningOp());
-    return arith::ConstantOp::create(b_, src_.getLoc(), attr);
+    return known = arith::ConstantOp::create(b_, src_.getLoc(), attr);
   }
 
   /// The layout a tile of type `t` is in: its mma encoding's, else blocked
@@ -145,6 +150,11 @@ public:
 
   // Coordinates of slot `s` of `layout`, computed once in the entry block.
   ArrayRef<Value> coords(const Layout &l, int64_t s);
+  /// The coordinates of flat index `base + off` in `shape`, where `base` is in
+  /// [0, bound) and `off` a multiple of `bound` (both powers of two): the
+  /// parts that come from `base` are the same Values for every `off`, and
+  /// each coordinate that depends on both is recorded as a CoordForm.
+  SmallVector<Value> unflattenFrom(Value base, int64_t bound, int64_t off, ArrayRef<int64_t> shape);
   Value flatIndex(ArrayRef<Value> c, ArrayRef<int64_t> shape, Location loc);
   SmallVector<Value> unflatten(Value flat, ArrayRef<int64_t> shape, Location loc);
 
@@ -368,6 +378,21 @@ private:
   // slots the row values are also remembered (RowReduce.cpp).
   DenseMap<Value, Layout> sliceParent_;
   std::map<std::pair<std::vector<int64_t>, int64_t>, SmallVector<Value>> coordCache_;
+  DenseMap<Attribute, Value> entryConsts_;
+  // A coordinate known to be base + off, base in [0, bound), off a multiple
+  // of bound. elem() moves such a coordinate to the first of its run of
+  // equal values (the value's constancy) so that the run computes it once.
+  struct CoordForm {
+    Value base;
+    int64_t bound;
+    int64_t off;
+  };
+  DenseMap<Value, CoordForm> coordForms_;
+  std::map<std::pair<void *, int64_t>, Value> offsetCoords_;    // (base, off) -> base + off
+  std::map<std::tuple<void *, bool, int64_t>, Value> baseParts_; // base & m, base >> s
+  Value offsetCoord(Value base, int64_t bound, int64_t off);
+  Value basePart(Value base, bool shift, int64_t amount);
+  bool canonicalCoords(Value v, ArrayRef<Value> c, SmallVector<Value> &out);
   Location errorLoc_;
   std::string error_;
 };

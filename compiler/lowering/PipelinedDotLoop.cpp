@@ -243,13 +243,13 @@ bool DotLoopEmitter::issueCopy(tile::LoadOp ld, Value dst, const Placement &plac
   auto [aligned, maskWhole, fourByte] = copyFacts(ld);
   SmallVector<Value> fast, dsts, ptrs;
   SmallVector<SmallVector<Value>> masks;
+  // Chunk k of the producer's is flat index ptid * vec + k * P * vec.
+  Value pbase = ptid ? Value(arith::MulIOp::create(b_, loc, ptid, c32(vecElems))) : Value();
   for (int64_t k = 0; k < cl.chunks; ++k) {
     int64_t s0 = k * vecElems;
     SmallVector<Value> c;
     if (ptid)
-      c = kl_.unflatten(arith::AddIOp::create(b_, loc, arith::MulIOp::create(b_, loc, ptid, c32(vecElems)),
-                                              c32(k * P * vecElems)),
-                        cl.shape, loc);
+      c = kl_.unflattenFrom(pbase, P * vecElems, k * P * vecElems, cl.shape);
     else
       c = llvm::to_vector(kl_.coords(cl, s0));
     // Byte offset of the chunk in the stage buffer.

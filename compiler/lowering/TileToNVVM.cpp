@@ -88,16 +88,103 @@ ArrayRef<Value> KernelLowering::coords(const Layout &l, int64_t s) {
       std::swap(row, col);
     return coordCache_[{key, s}] = SmallVector<Value>{row, col};
   }
-  Value flat;
   if (l.replicated) {
-    flat = arith::AndIOp::create(b_, loc, tid_, i32c(l.total - 1, loc));
-  } else {
-    int64_t k = s / l.vec, v = s % l.vec;
-    Value base = arith::MulIOp::create(b_, loc, tid_, i32c(l.vec, loc));
-    flat = arith::AddIOp::create(b_, loc, base, i32c(k * threads_ * l.vec + v, loc));
+    Value flat = arith::AndIOp::create(b_, loc, tid_, i32c(l.total - 1, loc));
+    return coordCache_[{key, s}] = unflatten(flat, l.shape, loc);
   }
-  SmallVector<Value> c = unflatten(flat, l.shape, loc);
-  return coordCache_[{key, s}] = c;
+  // Slot s is flat index (tid * vec + v) + k * threads * vec: lane v of the
+  // thread's k-th vector.
+  int64_t k = s / l.vec, v = s % l.vec;
+  auto laneKey = std::make_pair(std::vector<int64_t>{-2, l.vec, v}, int64_t(0));
+  SmallVector<Value> &lane = coordCache_[laneKey];
+  if (lane.empty()) {
+    Value base = arith::MulIOp::create(b_, loc, tid_, i32c(l.vec, loc));
+    if (v)
+      base = arith::AddIOp::create(b_, loc, base, i32c(v, loc));
+    lane.push_back(base);
+  }
+  Value base = lane[0];
+  return coordCache_[{key, s}] = unflattenFrom(base, threads_ * l.vec, k * threads_ * l.vec, l.shape);
+}
+
+Value KernelLowering::offsetCoord(Value base, int64_t bound, int64_t off) {
+  Value &known = offsetCoords_[{base.getAsOpaquePointer(), off}];
+  if (!known) {
+    if (off == 0) {
+      known = base;
+    } else {
+      OpBuilder::InsertionGuard g(b_);
+      b_.setInsertionPointAfterValue(base);
+      known = arith::AddIOp::create(b_, base.getLoc(), base, i32c(off, base.getLoc()));
+    }
+  }
+  coordForms_.try_emplace(known, CoordForm{base, bound, off});
+  return known;
+}
+
+Value KernelLowering::basePart(Value base, bool shift, int64_t amount) {
+  Value &known = baseParts_[{base.getAsOpaquePointer(), shift, amount}];
+  if (!known) {
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointAfterValue(base);
+    Location loc = base.getLoc();
+    known = shift ? Value(arith::ShRUIOp::create(b_, loc, base, i32c(amount, loc)))
+                  : Value(arith::AndIOp::create(b_, loc, base, i32c(amount, loc)));
+  }
+  return known;
+}
+
+SmallVector<Value> KernelLowering::unflattenFrom(Value base, int64_t bound, int64_t off,
+                                                 ArrayRef<int64_t> shape) {
+  int64_t n = int64_t(shape.size());
+  SmallVector<Value> c(n);
+  for (int64_t d = n - 1; d >= 1; --d) {
+    int64_t w = shape[d];
+    if (bound >= w) { // this coordinate comes from base alone
+      c[d] = basePart(base, false, w - 1);
+      base = basePart(base, true, log2i(w));
+      bound /= w;
+      off /= w;
+      continue;
+    }
+    // base + off % w stays below w; the coordinates above are constants.
+    c[d] = offsetCoord(base, bound, off % w);
+    int64_t rest = off / w;
+    for (int64_t e = d - 1; e >= 0; --e) {
+      int64_t x = e ? rest % shape[e] : rest;
+      c[e] = entryConst(b_.getI32IntegerAttr(int32_t(x)));
+      rest /= shape[e];
+    }
+    return c;
+  }
+  c[0] = offsetCoord(base, bound, off);
+  return c;
+}
+
+// Where v has runs of equal values (its constancy) that a recorded
+// coordinate's run of offsets spans, the coordinate moves to the run's first
+// offset: the same element value, computed once for the run.
+bool KernelLowering::canonicalCoords(Value v, ArrayRef<Value> c, SmallVector<Value> &out) {
+  if (coordForms_.empty() || !isa<RankedTensorType>(v.getType()))
+    return false;
+  AxisInfo ai = axis_.get(v);
+  bool changed = false;
+  out.assign(c.begin(), c.end());
+  for (size_t d = 0; d < c.size() && d < size_t(ai.rank()); ++d) {
+    int64_t run = ai.constancy[d];
+    if (run <= 1 || (run & (run - 1)))
+      continue;
+    auto it = coordForms_.find(c[d]);
+    if (it == coordForms_.end() || run % it->second.bound)
+      continue;
+    const CoordForm f = it->second;
+    int64_t first = f.off - f.off % run;
+    if (first == f.off)
+      continue;
+    out[d] = offsetCoord(f.base, f.bound, first);
+    changed = true;
+  }
+  return changed;
 }
 
 SmallVector<Value> KernelLowering::unflatten(Value flat, ArrayRef<int64_t> shape, Location loc) {
@@ -212,6 +299,11 @@ Value KernelLowering::elem(Value v, ArrayRef<Value> c, Location loc) {
   Lowered &lv = lookup(v);
   if (lv.kind == Lowered::Scalar)
     return lv.scalar;
+  if (lv.kind != Lowered::Dist) {
+    SmallVector<Value> first;
+    if (canonicalCoords(v, c, first))
+      return elem(v, first, loc);
+  }
   LoweredValues::MemoKey key{v.getAsOpaquePointer(), {}};
   for (Value x : c)
     key.second.push_back(x.getAsOpaquePointer());
