@@ -48,6 +48,13 @@ inline bool isElementwise(Operation *op) {
          isa<tile::AddPtrOp, tile::BitcastOp, tile::PtrToIntOp>(op);
 }
 
+// Memory representation of an element type (i1 is stored as i8).
+inline Type memType(Type t, MLIRContext *ctx) {
+  if (t.isInteger(1))
+    return IntegerType::get(ctx, 8);
+  return t;
+}
+
 inline int64_t log2i(int64_t v) {
   int64_t r = 0;
   while ((int64_t(1) << r) < v)
@@ -326,6 +333,7 @@ private:
   bool lowerPrint(tile::PrintOp op);
   bool lowerAssert(tile::AssertOp op);
   bool lowerReduce(tile::ReduceOp op);
+  bool lowerScan(tile::ScanOp op); // Scan.cpp
   // RowReduce.cpp: along the last axis of an N-D tile with shuffles;
   // nullopt when the shape or types do not allow it.
   std::optional<bool> lowerLastAxisReduce(tile::ReduceOp op);
@@ -339,7 +347,7 @@ private:
   std::optional<bool> lowerPersistentDotLoop(scf::ForOp op);
   bool lowerIf(scf::IfOp op);
   bool lowerWhile(scf::WhileOp op);
-  SmallVector<Value> combine(tile::ReduceOp op, ValueRange lhs, ValueRange rhs);
+  SmallVector<Value> combine(Region &combiner, ValueRange lhs, ValueRange rhs);
   Value shuffleXor(Value v, int offset, Location loc);
   void flatten(Value v, SmallVector<Value> &out, Location loc, const Layout *l = nullptr);
   SmallVector<Type> flatTypes(Type t);

@@ -87,7 +87,7 @@ std::optional<bool> KernelLowering::lowerLastAxisReduce(tile::ReduceOp op) {
         SmallVector<Value> x;
         for (Value s : srcs)
           x.push_back(atSlot(s, lay, k * lay.vec + v, loc));
-        part[g] = part[g].empty() ? x : combine(op, part[g], x);
+        part[g] = part[g].empty() ? x : combine(op.getCombine(), part[g], x);
       }
   // 2. Lanes of the same row (consecutive threads, a power of two of them):
   //    one redux.sync when a whole warp shares the row and the combine is an
@@ -103,7 +103,7 @@ std::optional<bool> KernelLowering::lowerLastAxisReduce(tile::ReduceOp op) {
         SmallVector<Value> other;
         for (Value x : p)
           other.push_back(shuffleXor(x, int(off), loc));
-        p = combine(op, p, other);
+        p = combine(op.getCombine(), p, other);
       }
   }
   // 3. Per-warp partials through shared memory: [row][warp of the row].
@@ -145,7 +145,7 @@ std::optional<bool> KernelLowering::lowerLastAxisReduce(tile::ReduceOp op) {
       SmallVector<Value> x;
       for (size_t i = 0; i < n; ++i)
         x.push_back(LLVM::LoadOp::create(b_, loc, ets[i], smemPtr(bases[i], idx, ets[i], loc)));
-      acc = acc.empty() ? x : combine(op, acc, x);
+      acc = acc.empty() ? x : combine(op.getCombine(), acc, x);
     }
     return acc;
   };

@@ -228,13 +228,6 @@ Value KernelLowering::isPrimary(const Layout &l, Location loc) {
   return arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::ult, tid_, i32c(l.total, loc));
 }
 
-// Memory representation of an element type (i1 is stored as i8).
-static Type memType(Type t, MLIRContext *ctx) {
-  if (t.isInteger(1))
-    return IntegerType::get(ctx, 8);
-  return t;
-}
-
 Value KernelLowering::toSmem(Value v, Location loc) {
   // The copy is valid within the region that wrote it (and regions nested in it).
   LoweredValues::MemoKey key{v.getAsOpaquePointer(), {nullptr}};
@@ -652,6 +645,8 @@ bool KernelLowering::lowerOp(Operation *op) {
     return lowerDot(d);
   if (auto r = dyn_cast<tile::ReduceOp>(op))
     return lowerReduce(r);
+  if (auto sc = dyn_cast<tile::ScanOp>(op))
+    return lowerScan(sc);
   if (auto f = dyn_cast<scf::ForOp>(op))
     return lowerFor(f);
   if (auto i = dyn_cast<scf::IfOp>(op))
@@ -1280,8 +1275,8 @@ bool KernelLowering::lowerDot(tile::DotOp op) {
 // Reductions
 //===----------------------------------------------------------------------===//
 
-SmallVector<Value> KernelLowering::combine(tile::ReduceOp op, ValueRange lhs, ValueRange rhs) {
-  Block &body = op.getCombine().front();
+SmallVector<Value> KernelLowering::combine(Region &combiner, ValueRange lhs, ValueRange rhs) {
+  Block &body = combiner.front();
   IRMapping map;
   size_t n = lhs.size();
   for (size_t i = 0; i < n; ++i) {
@@ -1349,14 +1344,14 @@ bool KernelLowering::lowerReduce(tile::ReduceOp op) {
       SmallVector<Value> rhs;
       for (Value v : srcs)
         rhs.push_back(atSlot(v, lay, s, loc));
-      acc = combine(op, acc, rhs);
+      acc = combine(op.getCombine(), acc, rhs);
     }
     // With replication only primaries hold data; `valid` tracks it.
     Value valid = lay.replicated ? isPrimary(lay, loc) : Value();
     auto mergeValid = [&](SmallVector<Value> mine, SmallVector<Value> other, Value otherValid) {
       if (!valid)
-        return combine(op, mine, other);
-      SmallVector<Value> both = combine(op, mine, other);
+        return combine(op.getCombine(), mine, other);
+      SmallVector<Value> both = combine(op.getCombine(), mine, other);
       Value bothValid = arith::AndIOp::create(b_, loc, valid, otherValid);
       SmallVector<Value> out;
       for (size_t i = 0; i < mine.size(); ++i) {
@@ -1457,7 +1452,7 @@ bool KernelLowering::lowerReduce(tile::ReduceOp op) {
       for (Value v : srcs)
         rhs.push_back(elem(v, inputCoords(forOp.getInductionVar()), loc));
       SmallVector<Value> lhs(forOp.getRegionIterArgs().begin(), forOp.getRegionIterArgs().end());
-      scf::YieldOp::create(b_, loc, combine(op, lhs, rhs));
+      scf::YieldOp::create(b_, loc, combine(op.getCombine(), lhs, rhs));
       popScope();
     }
     for (size_t i = 0; i < n; ++i)

@@ -255,42 +255,53 @@ LogicalResult DotOp::verify() {
   return success();
 }
 
-LogicalResult ReduceOp::verifyRegions() {
-  auto srcs = getSrcs();
+// The combiner of a reduce or scan over `srcs`: 2 x srcs.size() element
+// arguments, returned as srcs.size() values of the same types. `keepAxis`:
+// the results have the sources' shape (scan), else the axis is dropped.
+static LogicalResult verifyCombine(Operation *op, ValueRange srcs, ValueRange results,
+                                   int64_t axis, Region &combine, bool keepAxis) {
   if (srcs.empty())
-    return emitOpError("needs at least one operand");
+    return op->emitOpError("needs at least one operand");
   auto shape = cast<RankedTensorType>(srcs[0].getType()).getShape();
-  int64_t axis = getAxis();
   if (axis < 0 || axis >= int64_t(shape.size()))
-    return emitOpError("axis ") << axis << " out of range for rank " << shape.size();
-  if (getResults().size() != srcs.size())
-    return emitOpError("needs one result per operand");
+    return op->emitOpError("axis ") << axis << " out of range for rank " << shape.size();
+  if (results.size() != srcs.size())
+    return op->emitOpError("needs one result per operand");
   SmallVector<int64_t> rshape(shape);
-  rshape.erase(rshape.begin() + axis);
-  Block &body = getCombine().front();
+  if (!keepAxis)
+    rshape.erase(rshape.begin() + axis);
+  Block &body = combine.front();
   if (body.getNumArguments() != 2 * srcs.size())
-    return emitOpError("combiner takes ") << 2 * srcs.size() << " arguments";
+    return op->emitOpError("combiner takes ") << 2 * srcs.size() << " arguments";
   for (auto [i, src] : llvm::enumerate(srcs)) {
     auto st = cast<RankedTensorType>(src.getType());
     if (st.getShape() != shape)
-      return emitOpError("operands must have the same shape");
+      return op->emitOpError("operands must have the same shape");
     Type elem = st.getElementType();
     Type expect = rshape.empty() ? elem : Type(RankedTensorType::get(rshape, elem));
-    if (getResult(i).getType() != expect)
-      return emitOpError("result ") << i << " must be " << expect;
+    if (results[i].getType() != expect)
+      return op->emitOpError("result ") << i << " must be " << expect;
     if (body.getArgument(i).getType() != elem ||
         body.getArgument(i + srcs.size()).getType() != elem)
-      return emitOpError("combiner argument types must match the element types");
+      return op->emitOpError("combiner argument types must match the element types");
   }
   auto ret = dyn_cast_or_null<ReduceReturnOp>(body.empty() ? nullptr : &body.back());
   if (!ret)
-    return emitOpError("combiner must end with tile.reduce.return");
+    return op->emitOpError("combiner must end with tile.reduce.return");
   if (ret.getResults().size() != srcs.size())
-    return emitOpError("combiner must return ") << srcs.size() << " values";
+    return op->emitOpError("combiner must return ") << srcs.size() << " values";
   for (auto [i, v] : llvm::enumerate(ret.getResults()))
     if (v.getType() != body.getArgument(i).getType())
-      return emitOpError("combiner result types must match the element types");
+      return op->emitOpError("combiner result types must match the element types");
   return success();
+}
+
+LogicalResult ScanOp::verifyRegions() {
+  return verifyCombine(*this, getSrcs(), getResults(), getAxis(), getCombine(), true);
+}
+
+LogicalResult ReduceOp::verifyRegions() {
+  return verifyCombine(*this, getSrcs(), getResults(), getAxis(), getCombine(), false);
 }
 
 LogicalResult BitcastOp::verify() {

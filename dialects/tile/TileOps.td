@@ -180,8 +180,25 @@ def Tile_ReduceOp : Tile_Op<"reduce", [Pure]> {
   let hasRegionVerifier = 1;
 }
 
-def Tile_ReduceReturnOp : Tile_Op<"reduce.return", [Pure, Terminator, HasParent<"ReduceOp">]> {
-  let summary = "terminator of a reduce combiner";
+def Tile_ScanOp : Tile_Op<"scan", [Pure]> {
+  let summary = "inclusive prefix combination of one or more same-shaped tiles along an axis";
+  let description = [{
+    Element j of each result along `axis` combines elements 0..j of the
+    sources, in order (the combiner's left argument is the earlier prefix).
+    With `reverse`, it combines elements j..n-1: the scan of the sources
+    flipped along the axis, flipped back.
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$srcs, I32Attr:$axis,
+                       DefaultValuedAttr<BoolAttr, "false">:$reverse);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let regions = (region SizedRegion<1>:$combine);
+  let assemblyFormat = "`(` $srcs `)` attr-dict `:` functional-type($srcs, $results) $combine";
+  let hasRegionVerifier = 1;
+}
+
+def Tile_ReduceReturnOp : Tile_Op<"reduce.return", [Pure, Terminator,
+                                                    ParentOneOf<["ReduceOp", "ScanOp"]>]> {
+  let summary = "terminator of a reduce or scan combiner";
   let arguments = (ins Variadic<AnyType>:$results);
   let assemblyFormat = "$results attr-dict `:` type($results)";
 }

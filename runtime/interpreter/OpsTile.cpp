@@ -521,6 +521,62 @@ bool reduceOp(Exec &e, const Instr &ins) {
 }
 
 //===----------------------------------------------------------------------===//
+// scan: Hillis-Steele over the axis. At distance d = 1, 2, 4, ... element j
+// takes combine(y[j - d], y[j]) (reverse: combine(y[j + d], y[j])), one
+// vectorized run of the combiner over every pair of the level; the left
+// argument always covers the elements that come first in the scan's order.
+//===----------------------------------------------------------------------===//
+bool scanOp(Exec &e, const Instr &ins) {
+  const Region &rg = ins.regions[0];
+  size_t k = ins.ins.size();
+  int64_t outer = ins.aux[0], R = ins.aux[1], inner = ins.aux[2];
+  bool reverse = ins.flag;
+  std::vector<unsigned> esz(k);
+  std::vector<std::vector<uint8_t>> cur(k);
+  for (size_t j = 0; j < k; ++j) {
+    esz[j] = ekSize(e.prog->slots[size_t(ins.ins[j])].kind);
+    const uint8_t *src = e.slot[ins.ins[j]];
+    cur[j].assign(src, src + size_t(outer * R * inner) * esz[j]);
+  }
+  for (auto [outerSlot, innerSlot] : rg.captures) {
+    unsigned b = ekSize(e.prog->slots[size_t(innerSlot)].kind);
+    for (int64_t i = 0; i < rg.capacity; ++i)
+      std::memcpy(e.slot[innerSlot] + i * b, e.slot[outerSlot], b);
+  }
+  for (int64_t d = 1; d < R; d *= 2) {
+    int64_t m = R - d; // positions that combine at this level, per outer index
+    for (size_t j = 0; j < k; ++j) {
+      uint8_t *lhs = e.slot[rg.body.args[j]], *rhs = e.slot[rg.body.args[j + k]];
+      size_t chunk = size_t(inner) * esz[j];
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t i = 0; i < m; ++i) {
+          int64_t me = reverse ? i : i + d, other = reverse ? i + d : i;
+          std::memcpy(lhs + size_t(o * m + i) * chunk, cur[j].data() + size_t(o * R + other) * chunk,
+                      chunk);
+          std::memcpy(rhs + size_t(o * m + i) * chunk, cur[j].data() + size_t(o * R + me) * chunk,
+                      chunk);
+        }
+    }
+    int64_t saved = e.regionN;
+    e.regionN = outer * m * inner;
+    bool ok = runBlock(e, rg.body);
+    e.regionN = saved;
+    if (!ok)
+      return false;
+    for (size_t j = 0; j < k; ++j) {
+      size_t chunk = size_t(inner) * esz[j];
+      const uint8_t *res = e.slot[rg.results[j]];
+      for (int64_t o = 0; o < outer; ++o)
+        std::memcpy(cur[j].data() + size_t(o * R + (reverse ? 0 : d)) * chunk,
+                    res + size_t(o * m) * chunk, size_t(m) * chunk);
+    }
+  }
+  for (size_t j = 0; j < k; ++j)
+    std::memcpy(e.slot[ins.outs[j]], cur[j].data(), cur[j].size());
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
 // device_print
 //===----------------------------------------------------------------------===//
 std::string formatElem(EK k, const uint8_t *p, int64_t i) {
@@ -679,6 +735,7 @@ bool resolveTile(Instr &ins, std::string &err) {
     return true;
   }
   case Op::Reduce: ins.fn = &reduceOp; return true;
+  case Op::Scan: ins.fn = &scanOp; return true;
   case Op::Print: ins.fn = &printOp; return true;
   case Op::Assert: ins.fn = &assertOp; return true;
   default:

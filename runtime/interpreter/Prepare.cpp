@@ -371,7 +371,16 @@ private:
   bool decodeBlock(mlir::Block &b, Block &out, Operation **terminator);
   bool decodeOp(Operation &op, Block &out);
   bool decodeConstant(arith::ConstantOp op);
-  bool decodeReduce(tile::ReduceOp op, Block &out);
+  bool decodeReduce(tile::ReduceOp op, Block &out) {
+    return decodeCombining(op, op.getSrcs(), op.getResults(), op.getAxis(), op.getCombine(), false,
+                           out);
+  }
+  bool decodeScan(tile::ScanOp op, Block &out) {
+    return decodeCombining(op, op.getSrcs(), op.getResults(), op.getAxis(), op.getCombine(), true,
+                           out);
+  }
+  bool decodeCombining(Operation *op, ValueRange srcs, ValueRange results, int64_t axis,
+                       mlir::Region &combine, bool scan, Block &out);
 
   // The pieces of decodeOp. `ins` comes with its location set; `rf` holds the
   // facts of the op's result where it has one.
@@ -470,35 +479,39 @@ bool Decoder::decodeConstant(arith::ConstantOp op) {
   return true;
 }
 
-bool Decoder::decodeReduce(tile::ReduceOp op, Block &out) {
+// A reduce or a scan: the sources as (outer, R, inner) around the axis, and
+// the combiner decoded as a region run over many element pairs at once.
+bool Decoder::decodeCombining(Operation *op, ValueRange srcs, ValueRange results, int64_t axis,
+                              mlir::Region &combine, bool scan, Block &out) {
   Instr ins;
-  ins.op = interp::Op::Reduce;
-  ins.loc = loc(op.getLoc());
-  auto st = cast<RankedTensorType>(op.getSrcs()[0].getType());
-  int64_t axis = op.getAxis();
+  ins.op = scan ? interp::Op::Scan : interp::Op::Reduce;
+  ins.loc = loc(op->getLoc());
+  if (auto s = dyn_cast<tile::ScanOp>(op))
+    ins.flag = s.getReverse();
+  auto st = cast<RankedTensorType>(srcs[0].getType());
   int64_t outer = 1, inner = 1, R = st.getDimSize(axis);
   for (int64_t i = 0; i < axis; ++i)
     outer *= st.getDimSize(i);
   for (int64_t i = axis + 1; i < st.getRank(); ++i)
     inner *= st.getDimSize(i);
   ins.aux = {outer, R, inner};
-  for (Value s : op.getSrcs())
+  for (Value s : srcs)
     ins.ins.push_back(get(s));
-  for (Value r : op.getResults()) {
+  for (Value r : results) {
     int32_t s;
     if (!define(r, &s))
       return fail(op, "does not support the type " + typeStr(r.getType()));
     ins.outs.push_back(s);
   }
   if (region)
-    return fail(op, "does not support a reduce inside a reduce combiner");
+    return fail(op, "does not support a reduce or scan inside a combiner");
   ins.regions.emplace_back();
   Region &rg = ins.regions.back();
-  rg.capacity = std::max<int64_t>(1, outer * ((R + 1) / 2) * inner);
+  rg.capacity = std::max<int64_t>(1, outer * (scan ? R : (R + 1) / 2) * inner);
   region = &rg;
-  mlirRegion = &op.getCombine();
+  mlirRegion = &combine;
   captured.clear();
-  mlir::Block &body = op.getCombine().front();
+  mlir::Block &body = combine.front();
   bool ok = true;
   for (BlockArgument a : body.getArguments()) {
     int32_t s;
@@ -957,6 +970,7 @@ bool Decoder::decodeOp(Operation &op, Block &out) {
       .Case([&](tile::AtomicCASOp c) { return decodeAtomicCAS(c, ins, rf, out); })
       .Case([&](tile::DotOp d) { return decodeDot(d, ins, rf, out); })
       .Case([&](tile::ReduceOp r) { return decodeReduce(r, out); })
+      .Case([&](tile::ScanOp r) { return decodeScan(r, out); })
       .Case([&](tile::PrintOp p) { return decodePrint(p, ins, out); })
       .Case([&](tile::BarrierOp) { return true; }) // one program is one thread of tiles
       .Case([&](tile::AssertOp a) {

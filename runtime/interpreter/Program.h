@@ -49,7 +49,7 @@ enum class Op : uint16_t {
   ExtSI, ExtUI, TruncI, SIToFP, UIToFP, FPToSI, FPToUI, FloatCast,
   // tile
   ProgramId, NumPrograms, MakeRange, Splat, Broadcast, Trans, Gather, AddPtr, Load, Store, AtomicRMW,
-  AtomicCAS, Dot, Reduce, Print, Clamp, Assert,
+  AtomicCAS, Dot, Reduce, Scan, Print, Clamp, Assert,
   // control flow
   For, While, If, Return,
 };
@@ -103,11 +103,11 @@ struct Instr {
   double (*binary)(double, double) = nullptr;
   std::vector<Block> blocks;          // scf bodies
   std::vector<CopyGroup> copies;      // scf: init / yield / condition copies
-  std::vector<Region> regions;        // reduce combiner
+  std::vector<Region> regions;        // reduce or scan combiner
   std::string text;                   // print prefix
   int32_t loc = -1;                   // index into Program::locs
   uint32_t elemBytes = 0;             // pointee size for memory ops
-  bool flag = false;                  // dot: tf32-eligible; for: unsigned compare
+  bool flag = false;                  // dot: tf32-eligible; for: unsigned compare; scan: reverse
 };
 
 struct SlotInfo {

@@ -71,6 +71,12 @@ public:
   SemValue onStore();
   SemValue onAtomicRMW(); // atomic_add, _max, _min, _and, _or, _xor, _xchg
   bool atomicOrdering(size_t first, tile::MemSem &sem, tile::MemScope &scope);
+  bool userCombine(mlir::Region &region, const std::vector<SemValue> &ins, const Arg &fn);
+  // Scan.cpp
+  SemValue onCumulative(); // cumsum, cumprod
+  SemValue onAssociativeScan();
+  SemValue scanOf(std::vector<SemValue> ins, int64_t axis, bool reverse,
+                  const std::function<bool(mlir::Region &)> &combine);
   SemValue onAtomicCAS();
   // DotReduce.cpp
   SemValue onDot();

@@ -233,6 +233,49 @@ SemValue BuiltinCall::onReduce() {
   return result;
 }
 
+// The combiner region of a reduce or scan from the user's @func `fn`: two
+// elements (or two tuples of elements, one per input tile) in, one out.
+bool BuiltinCall::userCombine(mlir::Region &region, const std::vector<SemValue> &ins,
+                              const Arg &fn) {
+  mlir::Block *body = new mlir::Block();
+  region.push_back(body);
+  for (int side = 0; side < 2; ++side)
+    for (const SemValue &v : ins)
+      body->addArgument(toMlir(v.type.elem), ml);
+  {
+    OpBuilder::InsertionGuard guard(b_);
+    b_.setInsertionPointToStart(body);
+    std::vector<Arg> cargs;
+    for (size_t k = 0; k < 2 * ins.size(); ++k) {
+      const SemValue &v = ins[k % ins.size()];
+      cargs.push_back(Arg{SemValue::ofRuntime(body->getArgument(unsigned(k)), TileType{v.type.elem, {}}),
+                          L, nullptr, true});
+    }
+    SemValue r = g.callFunction(call, fn.value, cargs);
+    if (!r.ok())
+      return false;
+    std::vector<SemValue> outs = r.kind == SemValue::Tuple ? r.elems : std::vector<SemValue>{r};
+    if (outs.size() != ins.size()) {
+      fail(fn.loc, name + "() combine_fn must return " + std::to_string(ins.size()) + " value" +
+                       (ins.size() == 1 ? "" : "s") + ", got " + std::to_string(outs.size()));
+      return false;
+    }
+    std::vector<Value> vals;
+    for (size_t k = 0; k < outs.size(); ++k) {
+      SemValue o = outs[k].isConst() ? g.materialize(outs[k], L, ins[k].type.elem) : outs[k];
+      if (o.ok() && o.type.elem != ins[k].type.elem)
+        o = castTo(o, ins[k].type.elem, L);
+      if (!o.ok() || o.isTile()) {
+        fail(fn.loc, name + "() combine_fn must return scalars of the input's types");
+        return false;
+      }
+      vals.push_back(o.value);
+    }
+    tile::ReduceReturnOp::create(b_, ml, vals);
+  }
+  return true;
+}
+
 // reduce(input, axis, combine_fn, keep_dims=False): Triton's tl.reduce with a
 // user @func combining two elements (or two tuples of elements, for a tuple
 // of tiles) into one. The combine is inlined into the reduce region, which
@@ -286,39 +329,8 @@ SemValue BuiltinCall::onCustomReduce() {
     resTys.push_back(rshape.empty() ? et : Type(RankedTensorType::get(rshape, et)));
   }
   auto red = tile::ReduceOp::create(b_, ml, resTys, srcs, int32_t(axis));
-  mlir::Block *body = new mlir::Block();
-  red.getCombine().push_back(body);
-  for (int side = 0; side < 2; ++side)
-    for (const SemValue &v : ins)
-      body->addArgument(toMlir(v.type.elem), ml);
-  {
-    OpBuilder::InsertionGuard guard(b_);
-    b_.setInsertionPointToStart(body);
-    std::vector<Arg> cargs;
-    for (size_t k = 0; k < 2 * ins.size(); ++k) {
-      const SemValue &v = ins[k % ins.size()];
-      cargs.push_back(Arg{SemValue::ofRuntime(body->getArgument(unsigned(k)), TileType{v.type.elem, {}}),
-                          L, nullptr, true});
-    }
-    SemValue r = g.callFunction(call, a[2].value, cargs);
-    if (!r.ok())
-      return r;
-    std::vector<SemValue> outs = r.kind == SemValue::Tuple ? r.elems : std::vector<SemValue>{r};
-    if (outs.size() != ins.size())
-      return fail(a[2].loc, "reduce() combine_fn must return " + std::to_string(ins.size()) +
-                                " value" + (ins.size() == 1 ? "" : "s") + ", got " +
-                                std::to_string(outs.size()));
-    std::vector<Value> vals;
-    for (size_t k = 0; k < outs.size(); ++k) {
-      SemValue o = outs[k].isConst() ? g.materialize(outs[k], L, ins[k].type.elem) : outs[k];
-      if (o.ok() && o.type.elem != ins[k].type.elem)
-        o = castTo(o, ins[k].type.elem, L);
-      if (!o.ok() || o.isTile())
-        return fail(a[2].loc, "reduce() combine_fn must return scalars of the input's types");
-      vals.push_back(o.value);
-    }
-    tile::ReduceReturnOp::create(b_, ml, vals);
-  }
+  if (!userCombine(red.getCombine(), ins, a[2]))
+    return SemValue::invalid();
   std::vector<SemValue> results;
   for (size_t k = 0; k < ins.size(); ++k) {
     SemValue res = SemValue::ofRuntime(red.getResult(unsigned(k)), TileType{ins[k].type.elem, rshape});

@@ -101,6 +101,18 @@ func.func @reduce_axis(%x: tensor<64xf32>) {
 
 // -----
 
+func.func @scan_result(%x: tensor<64x32xf32>) {
+  // expected-error @+1 {{result 0 must be 'tensor<64x32xf32>'}}
+  %s = tile.scan(%x) {axis = 1 : i32} : (tensor<64x32xf32>) -> tensor<64xf32> {
+  ^bb0(%l: f32, %r: f32):
+    %a = arith.addf %l, %r : f32
+    tile.reduce.return %a : f32
+  }
+  return
+}
+
+// -----
+
 func.func @reduce_result(%x: tensor<64x32xf32>) {
   // expected-error @+1 {{result 0 must be 'tensor<64xf32>'}}
   %s = tile.reduce(%x) {axis = 1 : i32} : (tensor<64x32xf32>) -> tensor<32xf32> {

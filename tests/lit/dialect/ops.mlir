@@ -43,6 +43,13 @@ func.func @all_ops(%p: !tile.ptr<f32>, %pi: !tile.ptr<i32>, %n: i32) {
     %a = arith.addf %l, %rr : f32
     tile.reduce.return %a : f32
   }
+  // CHECK: tile.scan(%{{.*}}) {axis = 1 : i32, reverse = true} : (tensor<64x64xf32>) -> tensor<64x64xf32>
+  // CHECK: tile.reduce.return
+  %sc = tile.scan(%d) {axis = 1 : i32, reverse = true} : (tensor<64x64xf32>) -> tensor<64x64xf32> {
+  ^bb0(%l: f32, %rr: f32):
+    %a = arith.mulf %l, %rr : f32
+    tile.reduce.return %a : f32
+  }
   %pis = tile.splat %pi : !tile.ptr<i32> -> tensor<64x!tile.ptr<i32>>
   %pia = tile.addptr %pis, %r : tensor<64x!tile.ptr<i32>>, tensor<64xi32>
   // CHECK: tile.atomic_rmw add %{{.*}}, %{{.*}} mask %{{.*}} : tensor<64x!tile.ptr<i32>>, tensor<64xi32>, tensor<64xi1> -> tensor<64xi32>
