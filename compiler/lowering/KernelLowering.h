@@ -334,6 +334,22 @@ private:
   bool lowerAssert(tile::AssertOp op);
   bool lowerReduce(tile::ReduceOp op);
   bool lowerScan(tile::ScanOp op); // Scan.cpp
+  bool lowerSort(tile::SortOp op); // Sort.cpp
+  Value keyLess(Value a, Value b, bool uns, Location loc);
+  // AxisLines.cpp: same-shaped tiles exchanged along one axis through two
+  // shared-memory copies (scans and sorting networks).
+  struct AxisLines {
+    Layout lay;
+    int64_t length = 1, stride = 1; // along the axis; between neighbours, row-major
+    SmallVector<Value> flats, along; // per slot: row-major index, coordinate on the axis
+    SmallVector<Type> ets, mts;
+    SmallVector<Value> buf[2];
+    SmallVector<SmallVector<Value>> current; // per tile, per slot: the thread's values
+  };
+  AxisLines axisLines(RankedTensorType t, int64_t axis);
+  void addLineTile(AxisLines &l, Type et, SmallVector<Value> regs);
+  void publishLines(AxisLines &l, int k, Location loc);
+  SmallVector<Value> readLines(AxisLines &l, int k, Value flat, Location loc);
   // RowReduce.cpp: along the last axis of an N-D tile with shuffles;
   // nullopt when the shape or types do not allow it.
   std::optional<bool> lowerLastAxisReduce(tile::ReduceOp op);

@@ -647,6 +647,8 @@ bool KernelLowering::lowerOp(Operation *op) {
     return lowerReduce(r);
   if (auto sc = dyn_cast<tile::ScanOp>(op))
     return lowerScan(sc);
+  if (auto so = dyn_cast<tile::SortOp>(op))
+    return lowerSort(so);
   if (auto f = dyn_cast<scf::ForOp>(op))
     return lowerFor(f);
   if (auto i = dyn_cast<scf::IfOp>(op))

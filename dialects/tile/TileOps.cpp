@@ -296,6 +296,23 @@ static LogicalResult verifyCombine(Operation *op, ValueRange srcs, ValueRange re
   return success();
 }
 
+LogicalResult SortOp::verify() {
+  auto st = cast<RankedTensorType>(getSrc().getType());
+  int64_t axis = getAxis();
+  if (axis < 0 || axis >= st.getRank())
+    return emitOpError("axis ") << axis << " out of range for rank " << st.getRank();
+  if (!llvm::isPowerOf2_64(uint64_t(st.getDimSize(axis))))
+    return emitOpError("sorts lines of a power-of-two length, got ") << st.getDimSize(axis);
+  if (getSorted().getType() != st)
+    return emitOpError("sorted result must be ") << st;
+  auto it = dyn_cast<RankedTensorType>(getIndices().getType());
+  if (!it || it.getShape() != st.getShape() || !it.getElementType().isInteger(32))
+    return emitOpError("indices must be i32 of the source's shape");
+  if (isa<PtrType>(st.getElementType()) || st.getElementType().isInteger(1))
+    return emitOpError("sorts numbers, got ") << st.getElementType();
+  return success();
+}
+
 LogicalResult ScanOp::verifyRegions() {
   return verifyCombine(*this, getSrcs(), getResults(), getAxis(), getCombine(), true);
 }

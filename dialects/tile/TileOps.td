@@ -196,6 +196,23 @@ def Tile_ScanOp : Tile_Op<"scan", [Pure]> {
   let hasRegionVerifier = 1;
 }
 
+def Tile_SortOp : Tile_Op<"sort", [Pure]> {
+  let summary = "sort a tile along an axis; also the positions the elements came from";
+  let description = [{
+    Each line along `axis` is ordered by key, ascending (descending with
+    `descending`); floats put NaN above +inf. Equal keys keep their order
+    (the smaller original position first), so the result is unique:
+    `indices` holds each element's original position along the axis.
+    Integers compare as signed unless `unsignedKeys`.
+  }];
+  let arguments = (ins AnyRankedTensor:$src, I32Attr:$axis,
+                       DefaultValuedAttr<BoolAttr, "false">:$descending,
+                       DefaultValuedAttr<BoolAttr, "false">:$unsignedKeys);
+  let results = (outs AnyRankedTensor:$sorted, AnyRankedTensor:$indices);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($sorted) `,` type($indices)";
+  let hasVerifier = 1;
+}
+
 def Tile_ReduceReturnOp : Tile_Op<"reduce.return", [Pure, Terminator,
                                                     ParentOneOf<["ReduceOp", "ScanOp"]>]> {
   let summary = "terminator of a reduce or scan combiner";

@@ -577,6 +577,54 @@ bool scanOp(Exec &e, const Instr &ins) {
 }
 
 //===----------------------------------------------------------------------===//
+// sort: each line along the axis by (key, original position), so ties keep
+// their order and the result is unique; floats put NaN above +inf.
+//===----------------------------------------------------------------------===//
+bool sortOp(Exec &e, const Instr &ins) {
+  int64_t outer = ins.aux[0], R = ins.aux[1], inner = ins.aux[2];
+  bool descending = ins.flag, uns = ins.pred != 0;
+  bool fp = ins.kind == EK::F16 || ins.kind == EK::BF16 || ins.kind == EK::F32 || ins.kind == EK::F64;
+  unsigned esz = ekSize(ins.kind);
+  const uint8_t *src = e.slot[ins.a];
+  uint8_t *dst = e.slot[ins.outs[0]];
+  int32_t *pos = reinterpret_cast<int32_t *>(e.slot[ins.outs[1]]);
+  // Keys as doubles (floats, exactly) or as integers of the key's signedness.
+  auto intKey = [&](int64_t i) -> __int128 {
+    switch (ins.kind) {
+    case EK::I8: return uns ? __int128(src[i]) : __int128(int8_t(src[i]));
+    case EK::I16: return uns ? __int128(reinterpret_cast<const uint16_t *>(src)[i])
+                             : __int128(reinterpret_cast<const int16_t *>(src)[i]);
+    case EK::I32: return uns ? __int128(reinterpret_cast<const uint32_t *>(src)[i])
+                             : __int128(reinterpret_cast<const int32_t *>(src)[i]);
+    default: return uns ? __int128(reinterpret_cast<const uint64_t *>(src)[i])
+                        : __int128(reinterpret_cast<const int64_t *>(src)[i]);
+    }
+  };
+  // less(a, b) on keys: NaN is above everything.
+  auto less = [&](int64_t a, int64_t b) {
+    if (!fp)
+      return intKey(a) < intKey(b);
+    double x = elemAsDouble(ins.kind, src, a), y = elemAsDouble(ins.kind, src, b);
+    return x < y || (!std::isnan(x) && std::isnan(y));
+  };
+  std::vector<int32_t> order(static_cast<size_t>(R));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t in = 0; in < inner; ++in) {
+      auto at = [&](int64_t r) { return (o * R + r) * inner + in; };
+      for (int64_t r = 0; r < R; ++r)
+        order[size_t(r)] = int32_t(r);
+      std::stable_sort(order.begin(), order.end(), [&](int32_t p, int32_t q) {
+        return descending ? less(at(q), at(p)) : less(at(p), at(q));
+      });
+      for (int64_t r = 0; r < R; ++r) {
+        std::memcpy(dst + size_t(at(r)) * esz, src + size_t(at(order[size_t(r)])) * esz, esz);
+        pos[at(r)] = order[size_t(r)];
+      }
+    }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
 // device_print
 //===----------------------------------------------------------------------===//
 std::string formatElem(EK k, const uint8_t *p, int64_t i) {
@@ -736,6 +784,7 @@ bool resolveTile(Instr &ins, std::string &err) {
   }
   case Op::Reduce: ins.fn = &reduceOp; return true;
   case Op::Scan: ins.fn = &scanOp; return true;
+  case Op::Sort: ins.fn = &sortOp; return true;
   case Op::Print: ins.fn = &printOp; return true;
   case Op::Assert: ins.fn = &assertOp; return true;
   default:

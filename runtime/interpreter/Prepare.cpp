@@ -379,6 +379,7 @@ private:
     return decodeCombining(op, op.getSrcs(), op.getResults(), op.getAxis(), op.getCombine(), true,
                            out);
   }
+  bool decodeSort(tile::SortOp op, Block &out);
   bool decodeCombining(Operation *op, ValueRange srcs, ValueRange results, int64_t axis,
                        mlir::Region &combine, bool scan, Block &out);
 
@@ -543,6 +544,33 @@ bool Decoder::decodeCombining(Operation *op, ValueRange srcs, ValueRange results
   captured.clear();
   if (!ok)
     return false;
+  return finish(ins, op, out);
+}
+
+bool Decoder::decodeSort(tile::SortOp op, Block &out) {
+  Instr ins;
+  ins.op = interp::Op::Sort;
+  ins.loc = loc(op.getLoc());
+  auto st = cast<RankedTensorType>(op.getSrc().getType());
+  TypeFacts f;
+  if (!facts(st, f))
+    return unsupported(op);
+  ins.kind = f.kind;
+  int64_t axis = op.getAxis(), outer = 1, inner = 1;
+  for (int64_t i = 0; i < axis; ++i)
+    outer *= st.getDimSize(i);
+  for (int64_t i = axis + 1; i < st.getRank(); ++i)
+    inner *= st.getDimSize(i);
+  ins.aux = {outer, st.getDimSize(axis), inner};
+  ins.flag = op.getDescending();
+  ins.pred = op.getUnsignedKeys();
+  ins.a = get(op.getSrc());
+  for (Value r : op->getResults()) {
+    int32_t s;
+    if (!define(r, &s))
+      return fail(op, "does not support the type " + typeStr(r.getType()));
+    ins.outs.push_back(s);
+  }
   return finish(ins, op, out);
 }
 
@@ -971,6 +999,7 @@ bool Decoder::decodeOp(Operation &op, Block &out) {
       .Case([&](tile::DotOp d) { return decodeDot(d, ins, rf, out); })
       .Case([&](tile::ReduceOp r) { return decodeReduce(r, out); })
       .Case([&](tile::ScanOp r) { return decodeScan(r, out); })
+      .Case([&](tile::SortOp r) { return decodeSort(r, out); })
       .Case([&](tile::PrintOp p) { return decodePrint(p, ins, out); })
       .Case([&](tile::BarrierOp) { return true; }) // one program is one thread of tiles
       .Case([&](tile::AssertOp a) {

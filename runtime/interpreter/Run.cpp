@@ -35,7 +35,7 @@ const char *opName(Op op) {
       "cmpi", "cmpf", "select", "isnan", "isinf", "isfinite",
       "extsi", "extui", "trunci", "sitofp", "uitofp", "fptosi", "fptoui", "float_cast",
       "program_id", "num_programs", "make_range", "splat", "broadcast", "trans", "gather", "addptr", "load",
-      "store", "atomic_rmw", "atomic_cas", "dot", "reduce", "scan", "print", "clampf", "assert",
+      "store", "atomic_rmw", "atomic_cas", "dot", "reduce", "scan", "sort", "print", "clampf", "assert",
       "for", "while", "if", "return"};
   size_t i = size_t(op);
   return i < sizeof(names) / sizeof(names[0]) ? names[i] : "?";
@@ -233,7 +233,7 @@ bool resolve(Instr &ins, std::string &err) {
     return resolveCast(ins, err);
   case Op::ProgramId: case Op::NumPrograms: case Op::MakeRange: case Op::Splat:
   case Op::Broadcast: case Op::Trans: case Op::Gather: case Op::AddPtr: case Op::Load: case Op::Store:
-  case Op::AtomicRMW: case Op::AtomicCAS: case Op::Dot: case Op::Reduce: case Op::Scan: case Op::Print: case Op::Assert:
+  case Op::AtomicRMW: case Op::AtomicCAS: case Op::Dot: case Op::Reduce: case Op::Scan: case Op::Sort: case Op::Print: case Op::Assert:
     return resolveTile(ins, err);
   case Op::For: case Op::While: case Op::If: case Op::Return:
     return resolveControl(ins, err);

@@ -72,6 +72,11 @@ public:
   SemValue onAtomicRMW(); // atomic_add, _max, _min, _and, _or, _xor, _xchg
   bool atomicOrdering(size_t first, tile::MemSem &sem, tile::MemScope &scope);
   bool userCombine(mlir::Region &region, const std::vector<SemValue> &ins, const Arg &fn);
+  // Sort.cpp
+  SemValue onSort(); // sort, argsort
+  SemValue onTopk();
+  std::optional<std::pair<SemValue, SemValue>> sortOf(const SemValue &x, const Arg &dim,
+                                                      bool descending);
   // Scan.cpp
   SemValue onCumulative(); // cumsum, cumprod
   SemValue onAssociativeScan();

@@ -101,6 +101,14 @@ func.func @reduce_axis(%x: tensor<64xf32>) {
 
 // -----
 
+func.func @sort_length(%x: tensor<48xf32>) {
+  // expected-error @+1 {{sorts lines of a power-of-two length, got 48}}
+  %s, %i = tile.sort %x {axis = 0 : i32} : tensor<48xf32> -> tensor<48xf32>, tensor<48xi32>
+  return
+}
+
+// -----
+
 func.func @scan_result(%x: tensor<64x32xf32>) {
   // expected-error @+1 {{result 0 must be 'tensor<64x32xf32>'}}
   %s = tile.scan(%x) {axis = 1 : i32} : (tensor<64x32xf32>) -> tensor<64xf32> {

@@ -50,6 +50,8 @@ func.func @all_ops(%p: !tile.ptr<f32>, %pi: !tile.ptr<i32>, %n: i32) {
     %a = arith.mulf %l, %rr : f32
     tile.reduce.return %a : f32
   }
+  // CHECK: tile.sort %{{.*}} {axis = 0 : i32, descending = true} : tensor<64x64xf32> -> tensor<64x64xf32>, tensor<64x64xi32>
+  %so, %si = tile.sort %d {axis = 0 : i32, descending = true} : tensor<64x64xf32> -> tensor<64x64xf32>, tensor<64x64xi32>
   %pis = tile.splat %pi : !tile.ptr<i32> -> tensor<64x!tile.ptr<i32>>
   %pia = tile.addptr %pis, %r : tensor<64x!tile.ptr<i32>>, tensor<64xi32>
   // CHECK: tile.atomic_rmw add %{{.*}}, %{{.*}} mask %{{.*}} : tensor<64x!tile.ptr<i32>>, tensor<64xi32>, tensor<64xi1> -> tensor<64xi32>

@@ -1,0 +1,91 @@
+// Sorting: sort(x, dim, descending) and topk(x, k, dim) as in Triton, and
+// argsort (ours), on one tile.sort op that also yields the original
+// positions. Ties keep their order, so every back end gives the same result.
+#include "BuiltinCall.h"
+
+#include "tile/TileDialect.h"
+
+using namespace mlir;
+
+namespace tessera::fe::builtins {
+
+// The tile.sort of `x` along `dim` (None: the last axis), or nothing after a
+// diagnostic.
+std::optional<std::pair<SemValue, SemValue>> BuiltinCall::sortOf(const SemValue &x, const Arg &dim,
+                                                                 bool descending) {
+  if (x.type.elem.isPointer() || x.type.elem.scalar == ScalarType::i1) {
+    fail(a[0].loc, name + "() sorts numbers, got " + x.type.str());
+    return std::nullopt;
+  }
+  int64_t axis = int64_t(x.type.shape.size()) - 1;
+  if (!isNone(dim)) {
+    auto ax = axisArg(dim, x.type.shape.size());
+    if (!ax)
+      return std::nullopt;
+    axis = *ax;
+  }
+  TileType idxT{{ScalarType::i32, 0}, x.type.shape};
+  auto op = tile::SortOp::create(b_, ml, x.value.getType(), toMlir(idxT), x.value, int32_t(axis),
+                                 descending, isUnsigned(x.type.elem.scalar));
+  return std::make_pair(SemValue::ofRuntime(op.getSorted(), x.type),
+                        SemValue::ofRuntime(op.getIndices(), idxT));
+}
+
+// sort(x, dim=None, descending=False) and argsort(x, dim=None, descending=False).
+SemValue BuiltinCall::onSort() {
+  if (!bind({{"x", "dim", "descending"}, 1}) || !requireTile(a[0]))
+    return SemValue::invalid();
+  bool descending = false;
+  if (!isNone(a[2])) {
+    if (a[2].value.kind != SemValue::Bool)
+      return fail(a[2].loc, name + "() descending must be True or False");
+    descending = a[2].value.b;
+  }
+  auto sorted = sortOf(a[0].value, a[1], descending);
+  if (!sorted)
+    return SemValue::invalid();
+  return name == "argsort" ? sorted->second : sorted->first;
+}
+
+// topk(x, k, dim=None): the k largest elements along dim, largest first
+// (k a compile-time power of two, at most the axis' length).
+SemValue BuiltinCall::onTopk() {
+  if (!bind({{"x", "k", "dim"}, 2}) || !requireTile(a[0]))
+    return SemValue::invalid();
+  auto k = intArg(a[1], fn, "k");
+  if (!k)
+    return SemValue::invalid();
+  auto sorted = sortOf(a[0].value, a[2], true);
+  if (!sorted)
+    return SemValue::invalid();
+  const SemValue &x = a[0].value;
+  int64_t axis = int64_t(x.type.shape.size()) - 1;
+  if (!isNone(a[2]))
+    axis = *axisArg(a[2], x.type.shape.size());
+  int64_t n = x.type.shape[size_t(axis)];
+  if (*k < 1 || *k > n || (*k & (*k - 1)))
+    return fail(a[1].loc, "topk() k must be a power of two from 1 to " + std::to_string(n) +
+                              ", got " + std::to_string(*k));
+  if (*k == n)
+    return sorted->first;
+  // The first k along the axis: a gather of positions 0..k-1.
+  std::vector<int64_t> shape = x.type.shape;
+  shape[size_t(axis)] = *k;
+  TileType r{{ScalarType::i32, 0}, {*k}};
+  SemValue pos = SemValue::ofRuntime(tile::MakeRangeOp::create(b_, ml, toMlir(r), 0, int32_t(*k)), r);
+  if (shape.size() > 1) {
+    std::vector<int64_t> along(shape.size(), 1);
+    along[size_t(axis)] = *k;
+    TileType at{{ScalarType::i32, 0}, along};
+    pos = SemValue::ofRuntime(tile::ReshapeOp::create(b_, ml, toMlir(at), pos.value), at);
+    pos = broadcastTo(pos, shape, L);
+    if (!pos.ok())
+      return pos;
+  }
+  TileType t{x.type.elem, shape};
+  return SemValue::ofRuntime(tile::GatherOp::create(b_, ml, toMlir(t), sorted->first.value, pos.value,
+                                                    b_.getI32IntegerAttr(int32_t(axis))),
+                             t);
+}
+
+} // namespace tessera::fe::builtins

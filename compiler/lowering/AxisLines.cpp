@@ -1,0 +1,57 @@
+// Lines of same-shaped tiles along one axis, exchanged through shared
+// memory: each thread keeps its own elements in registers, in the blocked
+// layout's slots, and a step of a scan or a sorting network publishes them
+// to one of two copies and reads other positions of the copy the previous
+// step wrote. Scan.cpp and Sort.cpp are built on it.
+#include "KernelLowering.h"
+
+namespace tessera::lowering::detail {
+
+KernelLowering::AxisLines KernelLowering::axisLines(RankedTensorType t, int64_t axis) {
+  AxisLines l;
+  l.lay = layoutOf(t);
+  l.length = t.getDimSize(axis);
+  l.stride = 1;
+  for (int64_t d = axis + 1; d < t.getRank(); ++d)
+    l.stride *= t.getDimSize(d);
+  Location loc = src_.getLoc();
+  for (int64_t s = 0; s < l.lay.slots(); ++s) {
+    ArrayRef<Value> c = coords(l.lay, s);
+    l.flats.push_back(flatIndex(c, l.lay.shape, loc));
+    l.along.push_back(c[axis]);
+  }
+  return l;
+}
+
+void KernelLowering::addLineTile(AxisLines &l, Type et, SmallVector<Value> regs) {
+  Type mt = memType(et, b_.getContext());
+  int64_t bytes = l.lay.total * byteWidth(mt);
+  l.ets.push_back(et);
+  l.mts.push_back(mt);
+  for (int k = 0; k < 2; ++k)
+    l.buf[k].push_back(smemBase(smem_.allocate(bytes, 16), src_.getLoc()));
+  l.current.push_back(std::move(regs));
+}
+
+void KernelLowering::publishLines(AxisLines &l, int k, Location loc) {
+  for (size_t i = 0; i < l.current.size(); ++i)
+    for (int64_t s = 0; s < l.lay.slots(); ++s) {
+      Value v = l.current[i][s];
+      if (l.mts[i] != l.ets[i])
+        v = arith::ExtUIOp::create(b_, loc, l.mts[i], v);
+      LLVM::StoreOp::create(b_, loc, v, smemPtr(l.buf[k][i], l.flats[s], l.mts[i], loc));
+    }
+}
+
+SmallVector<Value> KernelLowering::readLines(AxisLines &l, int k, Value flat, Location loc) {
+  SmallVector<Value> out;
+  for (size_t i = 0; i < l.current.size(); ++i) {
+    Value v = LLVM::LoadOp::create(b_, loc, l.mts[i], smemPtr(l.buf[k][i], flat, l.mts[i], loc));
+    if (l.mts[i] != l.ets[i])
+      v = arith::TruncIOp::create(b_, loc, l.ets[i], v);
+    out.push_back(v);
+  }
+  return out;
+}
+
+} // namespace tessera::lowering::detail

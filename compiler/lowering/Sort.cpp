@@ -1,0 +1,82 @@
+// tile.sort: a bitonic sorting network along one axis over AxisLines. Each
+// element carries its original position, and the network orders (key,
+// position) pairs, which are all distinct: ties keep their order and the
+// result is the interpreter's, bit for bit. At each of the log2(n) *
+// (log2(n) + 1) / 2 steps a thread reads the partner of each of its
+// elements (position j ^ distance) from the previous step's shared copy and
+// keeps the smaller or the larger of the two; one barrier a step.
+#include "KernelLowering.h"
+
+namespace tessera::lowering::detail {
+
+// Whether key a sorts before key b in ascending order: NaN above everything.
+Value KernelLowering::keyLess(Value a, Value b, bool uns, Location loc) {
+  if (isa<FloatType>(a.getType())) {
+    Value lt = arith::CmpFOp::create(b_, loc, arith::CmpFPredicate::OLT, a, b);
+    Value aNum = arith::CmpFOp::create(b_, loc, arith::CmpFPredicate::ORD, a, a);
+    Value bNaN = arith::CmpFOp::create(b_, loc, arith::CmpFPredicate::UNO, b, b);
+    return arith::OrIOp::create(b_, loc, lt, arith::AndIOp::create(b_, loc, aNum, bNaN));
+  }
+  return arith::CmpIOp::create(b_, loc, uns ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt,
+                               a, b);
+}
+
+bool KernelLowering::lowerSort(tile::SortOp op) {
+  Location loc = op.getLoc();
+  auto st = cast<RankedTensorType>(op.getSrc().getType());
+  AxisLines l = axisLines(st, op.getAxis());
+  int64_t R = l.length;
+  bool descending = op.getDescending(), uns = op.getUnsignedKeys();
+  SmallVector<Value> keys;
+  for (int64_t s = 0; s < l.lay.slots(); ++s)
+    keys.push_back(atSlot(op.getSrc(), l.lay, s, loc));
+  addLineTile(l, convertElem(st.getElementType()), keys);
+  addLineTile(l, b_.getI32Type(), SmallVector<Value>(l.along.begin(), l.along.end()));
+  // (key, position) a before (key, position) b in the requested order.
+  auto before = [&](Value ka, Value pa, Value kb, Value pb) -> Value {
+    Value first = descending ? keyLess(kb, ka, uns, loc) : keyLess(ka, kb, uns, loc);
+    Value second = descending ? keyLess(ka, kb, uns, loc) : keyLess(kb, ka, uns, loc);
+    Value tie = arith::AndIOp::create(
+        b_, loc, arith::XOrIOp::create(b_, loc, first, arith::ConstantOp::create(b_, loc, b_.getBoolAttr(true))),
+        arith::XOrIOp::create(b_, loc, second, arith::ConstantOp::create(b_, loc, b_.getBoolAttr(true))));
+    Value earlier = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::slt, pa, pb);
+    return arith::OrIOp::create(b_, loc, first, arith::AndIOp::create(b_, loc, tie, earlier));
+  };
+  barrier(loc); // readers of these buffers (a previous loop iteration) are done
+  publishLines(l, 0, loc);
+  barrier(loc);
+  int k = 0;
+  bool more = R > 1;
+  for (int64_t size = 2; size <= R; size *= 2)
+    for (int64_t dist = size / 2; dist >= 1; dist /= 2, k ^= 1) {
+      more = !(size == R && dist == 1);
+      for (int64_t s = 0; s < l.lay.slots(); ++s) {
+        Value j = l.along[s];
+        Value partner = arith::XOrIOp::create(b_, loc, l.flats[s], i32c(dist * l.stride, loc));
+        SmallVector<Value> other = readLines(l, k, partner, loc);
+        Value mk = l.current[0][s], mp = l.current[1][s];
+        Value zero = i32c(0, loc);
+        // The lower position of a pair keeps the first of the two when the
+        // block of `size` runs in the requested order (even blocks), the
+        // upper one the second; odd blocks the other way round.
+        Value lower = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::eq,
+                                            arith::AndIOp::create(b_, loc, j, i32c(dist, loc)), zero);
+        Value forward = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::eq,
+                                              arith::AndIOp::create(b_, loc, j, i32c(size, loc)), zero);
+        Value wantFirst = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::eq, lower, forward);
+        Value mineFirst = before(mk, mp, other[0], other[1]);
+        Value keep = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::eq, wantFirst, mineFirst);
+        l.current[0][s] = arith::SelectOp::create(b_, loc, keep, mk, other[0]);
+        l.current[1][s] = arith::SelectOp::create(b_, loc, keep, mp, other[1]);
+      }
+      if (more) { // the last step's results stay in registers
+        publishLines(l, k ^ 1, loc);
+        barrier(loc);
+      }
+    }
+  bindDist(op.getSorted(), l.current[0]);
+  bindDist(op.getIndices(), l.current[1]);
+  return true;
+}
+
+} // namespace tessera::lowering::detail
