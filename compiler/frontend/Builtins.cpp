@@ -138,6 +138,7 @@ BuiltinCall::Handler BuiltinCall::handlerFor(const std::string &name) {
       {"broadcast_to", &B::onBroadcastTo},
       {"reshape", &B::onReshape},
       {"trans", &B::onTrans},
+      {"permute", &B::onTrans},
       {"expand_dims", &B::onExpandDims},
       {"gather", &B::onGather},
       // memory

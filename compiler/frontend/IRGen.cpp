@@ -867,10 +867,10 @@ SemValue IRGen::genExpr(const Expr &e) {
   case ExprKind::Call: return genCall(e);
   case ExprKind::Subscript: return genSubscript(e);
   case ExprKind::Slice: return fail(e.loc, "':' is only allowed inside a subscript");
-  case ExprKind::List: return fail(e.loc, "lists are only allowed in decorator arguments");
   case ExprKind::Binary: return genBinary(e);
   case ExprKind::Unary: return genUnary(e);
   case ExprKind::IfExp: return genIfExp(e);
+  case ExprKind::List: // a list is a tuple here: shapes such as zeros([BLOCK], f32)
   case ExprKind::Tuple: {
     std::vector<SemValue> elems;
     for (const ExprPtr &a : e.args) {
@@ -890,7 +890,7 @@ static const char *const kBuiltinNames[] = {
     "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg", "atomic_cas", "dot",
     "sum", "max", "min", "argmax", "argmin", "exp", "exp2", "log", "log2", "sqrt", "rsqrt",
     "sin", "cos", "tanh", "erf", "floor", "ceil", "abs", "fma", "where", "maximum", "minimum",
-    "cdiv", "reduce", "cumsum", "cumprod", "associative_scan", "sort", "argsort", "topk", "fdiv", "div_rn", "sigmoid", "softmax", "clamp", "debug_barrier", "device_assert", "flip", "join", "split", "interleave", "cat", "multiple_of", "max_contiguous", "static_assert", "device_print", "cast", "bitcast",
+    "cdiv", "reduce", "permute", "cumsum", "cumprod", "associative_scan", "sort", "argsort", "topk", "fdiv", "div_rn", "sigmoid", "softmax", "clamp", "debug_barrier", "device_assert", "flip", "join", "split", "interleave", "cat", "multiple_of", "max_contiguous", "static_assert", "device_print", "cast", "bitcast",
     "float", "int", "range", "static_range", "umulhi", "rand", "randn", "randint", "randint4x"};
 
 static bool isBuiltin(const std::string &name) {
@@ -1330,14 +1330,40 @@ SemValue IRGen::genSubscript(const Expr &e) {
   if (!base.isRuntime())
     return fail(e.loc, "cannot index " + base.describe());
   size_t rank = base.type.shape.size(), used = 0;
+  // Static slices lo:hi per sliced axis (compile-time bounds, Python's
+  // negative and omitted ones; the length must be a power of two).
+  std::vector<std::pair<size_t, std::pair<int64_t, int64_t>>> cuts;
   for (const ExprPtr &ix : e.args) {
     if (ix->kind == ExprKind::Slice) {
-      if (ix->operands.size() > 0 && (ix->operands[0] || (ix->operands.size() > 1 && ix->operands[1])))
-        return fail(ix->loc, "tiles can only be indexed with ':' and None (slicing with bounds "
-                             "is not supported)");
+      const Expr *lo = ix->operands.size() > 0 ? ix->operands[0].get() : nullptr;
+      const Expr *hi = ix->operands.size() > 1 ? ix->operands[1].get() : nullptr;
+      if ((lo || hi) && used < rank) {
+        int64_t n = base.type.shape[used], bounds[2] = {0, n};
+        const Expr *ends[2] = {lo, hi};
+        for (int k = 0; k < 2; ++k) {
+          if (!ends[k])
+            continue;
+          SemValue b = genExpr(*ends[k]);
+          if (!b.ok())
+            return b;
+          if (b.kind != SemValue::Int)
+            return fail(ends[k]->loc, "tile slice bounds must be constexpr integers, got " +
+                                          b.describe());
+          bounds[k] = b.i < 0 ? b.i + n : b.i;
+        }
+        if (bounds[0] < 0 || bounds[1] > n || bounds[0] >= bounds[1])
+          return fail(ix->loc, "slice " + std::to_string(bounds[0]) + ":" + std::to_string(bounds[1]) +
+                                   " is empty or outside the " + std::to_string(n) +
+                                   " elements of dimension " + std::to_string(used));
+        int64_t len = bounds[1] - bounds[0];
+        if (len & (len - 1))
+          return fail(ix->loc, "a tile slice must have a power-of-two length, got " +
+                                   std::to_string(len));
+        cuts.push_back({used, {bounds[0], bounds[1]}});
+      }
       ++used;
     } else if (ix->kind != ExprKind::NoneLit) {
-      return fail(ix->loc, "tiles can only be indexed with ':' and None");
+      return fail(ix->loc, "tiles can only be indexed with slices and None");
     }
   }
   if (used != rank)
@@ -1345,6 +1371,29 @@ SemValue IRGen::genSubscript(const Expr &e) {
                            std::to_string(rank) + " ':' in its subscript, got " +
                            std::to_string(used));
   SemValue v = base;
+  // Each slice is a gather of the positions lo..hi-1 along its axis.
+  for (auto &[axis, b] : cuts) {
+    int64_t len = b.second - b.first;
+    mlir::Location ml = loc(e.loc);
+    TileType r{{ScalarType::i32, 0}, {len}};
+    SemValue pos = SemValue::ofRuntime(
+        tile::MakeRangeOp::create(b_, ml, toMlir(r), int32_t(b.first), int32_t(b.second)), r);
+    std::vector<int64_t> shape = v.type.shape;
+    shape[axis] = len;
+    if (shape.size() > 1) {
+      std::vector<int64_t> along(shape.size(), 1);
+      along[axis] = len;
+      TileType at{{ScalarType::i32, 0}, along};
+      pos = SemValue::ofRuntime(tile::ReshapeOp::create(b_, ml, toMlir(at), pos.value), at);
+      pos = broadcastTo(pos, shape, e.loc);
+      if (!pos.ok())
+        return pos;
+    }
+    TileType t{v.type.elem, shape};
+    v = SemValue::ofRuntime(tile::GatherOp::create(b_, ml, toMlir(t), v.value, pos.value,
+                                                   b_.getI32IntegerAttr(int32_t(axis))),
+                            t);
+  }
   if (!v.type.isTile()) { // scalar[None, None] -> tile of shape (1, 1)
     TileType rt{v.type.elem, std::vector<int64_t>(e.args.size(), 1)};
     return SemValue::ofRuntime(tile::SplatOp::create(b_, loc(e.loc), toMlir(rt), v.value), rt);

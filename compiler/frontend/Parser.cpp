@@ -80,7 +80,6 @@ private:
   size_t p_ = 0;
   int depth_ = 0;      // expression recursion
   int stmtDepth_ = 0;  // nested blocks and elif chains
-  bool inDecorator_ = false; // list displays `[a, b]` are decorator syntax only
   std::unordered_map<const Expr *, int> heights_;
 
   // ---------------------------------------------------------------- tokens
@@ -232,9 +231,7 @@ private:
       if (at(Tok::LParen)) { // @autotune(configs=[...], ...): arguments as a call
         auto callee = make(ExprKind::Name, name.loc);
         callee->str = name.text;
-        inDecorator_ = true;
         d.call = parseCall(seal(std::move(callee)));
-        inDecorator_ = false;
       }
       expectEndOfLine();
       f->decorators.push_back(std::move(d));
@@ -782,8 +779,6 @@ private:
       return seal(std::move(tup));
     }
     case Tok::LBracket: {
-      if (!inDecorator_)
-        failExpected("an expression");
       auto list = make(ExprKind::List, take().loc);
       while (!accept(Tok::RBracket)) {
         list->args.push_back(parseTest());

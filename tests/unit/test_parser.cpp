@@ -661,8 +661,8 @@ TEST_CASE("parser: decorator arguments and list displays", "[parser]") {
         "@kernel\n"
         "def k()\n"
         "  pass\n");
-  // Lists are decorator syntax only.
-  CHECK(briefErrorOf("def f():\n    x = [1]\n") == "2:9: expected an expression, found '['");
+  // Lists parse anywhere (they are tuples in kernels); a bad one is an error.
+  CHECK(briefErrorOf("def f():\n    x = [1 2]\n") == "2:12: expected ',' or ']', found '2'");
   CHECK(briefErrorOf("@autotune(configs=[1 2])\ndef f(): pass\n") ==
         "1:22: expected ',' or ']', found '2'");
 }
@@ -704,8 +704,8 @@ TEST_CASE("parser: a file holding one expression", "[parser]") {
   CHECK(error == "1:4: expected the end of the expression, found 'BK'");
   CHECK(parse("x = 1", &error) == "null");
   CHECK(error == "1:3: expected the end of the expression, found '='");
-  CHECK(parse("[1]", &error) == "null");
-  CHECK(error == "1:1: expected an expression, found '['");
+  CHECK(parse("]", &error) == "null");
+  CHECK(error == "1:1: unmatched ']'");
   CHECK(parse("", &error) == "null");
   CHECK(error == "1:1: expected an expression, found end of file");
 }
@@ -854,7 +854,7 @@ TEST_CASE("errors: expected tokens", "[parser][errors]") {
   CHECK(briefErrorOf("X = x[]\n") == "1:7: expected an expression, found ']'");
   CHECK(briefErrorOf("X = x[1:2:3]\n") == "1:10: slice steps are not supported");
   CHECK(briefErrorOf("X = 1 +\n") == "1:8: expected an expression, found end of line");
-  CHECK(briefErrorOf("X = [1]\n") == "1:5: expected an expression, found '['");
+  CHECK(briefErrorOf("X = [1,\n") == "1:5: '[' was never closed");
   CHECK(briefErrorOf("X = 1 if c\n") == "1:11: expected 'else', found end of line");
   CHECK(briefErrorOf("X = 1 2\n") == "1:7: expected end of line, found '2'");
   CHECK(briefErrorOf("X = \"s\" x\n") == "1:9: expected end of line, found 'x'");

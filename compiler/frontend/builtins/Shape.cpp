@@ -127,8 +127,18 @@ SemValue BuiltinCall::onReshape() {
   return SemValue::ofRuntime(tile::ReshapeOp::create(b_, ml, toMlir(t), src.value), t);
 }
 
+// trans(x, order=None) and permute(x, order): order a tuple, or the axes
+// given one by one (permute(x, 2, 0, 1)), as Triton takes *dims.
 SemValue BuiltinCall::onTrans() {
-  if (!bind({{"x", "order"}, 1}) || !requireTile(a[0]))
+  if (args.size() > 2 || (args.size() == 2 && args[1].value.kind == SemValue::Int)) {
+    std::vector<SemValue> dims;
+    for (size_t i = 1; i < args.size(); ++i)
+      dims.push_back(args[i].value);
+    Arg order{SemValue::ofTuple(std::move(dims)), args[1].loc, args[1].expr, true};
+    args.resize(1);
+    args.push_back(order);
+  }
+  if (!bind({{"x", "order"}, name == "permute" ? size_t(2) : size_t(1)}) || !requireTile(a[0]))
     return SemValue::invalid();
   const SemValue &src = a[0].value;
   size_t rank = src.type.shape.size();
@@ -139,16 +149,16 @@ SemValue BuiltinCall::onTrans() {
     order = {1, 0};
   } else {
     if (a[1].value.kind != SemValue::Tuple)
-      return fail(a[1].loc, "trans() order must be a tuple of axes");
+      return fail(a[1].loc, name + "() order must be a tuple of axes");
     std::vector<bool> seen(rank, false);
     for (const SemValue &d : a[1].value.elems) {
       if (d.kind != SemValue::Int || d.i < 0 || d.i >= int64_t(rank) || seen[size_t(d.i)])
-        return fail(a[1].loc, "trans() order must be a permutation of 0.." + std::to_string(rank - 1));
+        return fail(a[1].loc, name + "() order must be a permutation of 0.." + std::to_string(rank - 1));
       seen[size_t(d.i)] = true;
       order.push_back(int32_t(d.i));
     }
     if (order.size() != rank)
-      return fail(a[1].loc, "trans() order must name all " + std::to_string(rank) + " axes");
+      return fail(a[1].loc, name + "() order must name all " + std::to_string(rank) + " axes");
   }
   std::vector<int64_t> shape;
   for (int32_t d : order)
