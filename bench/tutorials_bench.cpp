@@ -1,0 +1,145 @@
+// Issue 15's measured kernels, through the JIT, for bench/tutorials_peers.py
+// (which times the torch peers on the same device in the same run):
+//   row operations on 4096 rows of 1024 f32: cumsum, sort and topk(k=8), one
+//     program a row, each checked against the CPU on 64 rows first;
+//   the layer norm tutorial (examples/tutorials/05_layer_norm.tile) forward
+//     and backward at 4096 x 8192 f16, at the tutorial's configuration, the
+//     backward including the zeroing of its locks and partial sums;
+//   the low-memory dropout tutorial on 2^26 f32, and a device-to-device copy
+//     of the same bytes.
+// Prints one JSON line. Argument: num_warps for the row operations.
+#include "BenchTiming.h"
+
+#include "tessera/Half.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <string>
+
+using namespace tessera;
+
+namespace {
+
+const char *kSource = R"(
+@kernel
+def row_cumsum(X: *f32, Y: *f32, N: constexpr = 1024):
+    r = program_id(0) * N + arange(0, N)
+    store(Y + r, cumsum(load(X + r)))
+
+@kernel
+def row_sort(X: *f32, Y: *f32, N: constexpr = 1024):
+    r = program_id(0) * N + arange(0, N)
+    store(Y + r, sort(load(X + r)))
+
+@kernel
+def row_topk(X: *f32, Y: *f32, N: constexpr = 1024, K: constexpr = 8):
+    r = program_id(0) * N + arange(0, N)
+    store(Y + program_id(0) * K + arange(0, K), topk(load(X + r), K))
+)";
+
+} // namespace
+
+int main(int argc, char **argv) {
+  int warps = argc > 1 ? std::atoi(argv[1]) : 4;
+  const int rows = 4096, n = 1024, k = 8;
+  Context ctx = Context::gpuOrInterpreter();
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> x(size_t(rows) * n);
+  for (float &v : x)
+    v = u(rng);
+  auto dx = ctx.upload(x);
+  auto dy = ctx.alloc<float>(size_t(rows) * n);
+  JitOptions o;
+  o.numWarps = warps;
+  std::printf("{\"rows\": %d, \"n\": %d, \"num_warps\": %d", rows, n, warps);
+  for (const char *name : {"row_cumsum", "row_sort", "row_topk"}) {
+    Kernel kern = compileString(ctx, kSource, "row_ops.tile", name, {}, o);
+    auto run = [&] { kern.launch(ctx.stream(), Grid{unsigned(rows)}, dx.ptr(), dy.ptr()); };
+    run();
+    auto y = dy.toHost();
+    // The first 64 rows against the CPU.
+    double err = 0;
+    for (int r = 0; r < 64; ++r) {
+      std::vector<float> row(x.begin() + r * n, x.begin() + (r + 1) * n);
+      std::string nm = name;
+      if (nm == "row_cumsum") {
+        double s = 0;
+        for (int i = 0; i < n; ++i) {
+          s += row[size_t(i)];
+          err = std::max(err, std::fabs(y[size_t(r * n + i)] - s) / (1 + std::fabs(s)));
+        }
+      } else if (nm == "row_sort") {
+        std::sort(row.begin(), row.end());
+        for (int i = 0; i < n; ++i)
+          err = std::max(err, double(y[size_t(r * n + i)] != row[size_t(i)]));
+      } else {
+        std::sort(row.begin(), row.end(), std::greater<float>());
+        for (int i = 0; i < k; ++i)
+          err = std::max(err, double(y[size_t(r * k + i)] != row[size_t(i)]));
+      }
+    }
+    double ms = bench::medianMs(ctx, run, 20, 7);
+    std::printf(", \"%s_ms\": %.6f, \"%s_err\": %.3g", name + 4, ms, name + 4, err);
+  }
+  // Layer norm, 4096 x 8192 f16, as the tutorial launches it.
+  {
+    const int32_t M = 4096, N = 8192;
+    const std::string file = std::string(TESSERA_SOURCE_DIR) + "/examples/tutorials/05_layer_norm.tile";
+    std::vector<f16> hx(static_cast<size_t>(M) * N), hw(static_cast<size_t>(N)), hb(static_cast<size_t>(N));
+    for (auto &v : hx)
+      v = f16(u(rng));
+    for (auto &v : hw)
+      v = f16(u(rng));
+    for (auto &v : hb)
+      v = f16(u(rng));
+    auto lx = ctx.upload(hx), ldy = ctx.upload(hx), lw = ctx.upload(hw), lb = ctx.upload(hb);
+    auto ly = ctx.alloc<f16>(hx.size()), ldx = ctx.alloc<f16>(hx.size());
+    auto mean = ctx.alloc<float>(size_t(M)), rstd = ctx.alloc<float>(size_t(M));
+    const int64_t group = 64, block = 8192;
+    JitOptions lo;
+    lo.numWarps = 8;
+    Kernel fwd = compile(ctx, file, "layer_norm_fwd", {{"BLOCK_SIZE", block}}, lo);
+    Kernel bwd = compile(ctx, file, "layer_norm_bwd_dx_fused", {{"GROUP_SIZE_M", group}, {"BLOCK_SIZE_N", block}}, lo);
+    Kernel dwdb = compile(ctx, file, "layer_norm_bwd_dwdb");
+    auto lock = ctx.alloc<int32_t>(size_t(2 * group));
+    auto pdw = ctx.alloc<f16>(size_t(group) * N), pdb = ctx.alloc<f16>(size_t(group) * N);
+    auto fdw = ctx.alloc<f16>(size_t(N)), fdb = ctx.alloc<f16>(size_t(N));
+    auto runFwd = [&] {
+      fwd.launch(ctx.stream(), Grid{unsigned(M)}, lx, ly, lw, lb, mean, rstd, N, N, 1e-5f);
+    };
+    auto runBwd = [&] {
+      lock.memsetBytes(0);
+      pdw.memsetBytes(0);
+      pdb.memsetBytes(0);
+      bwd.launch(ctx.stream(), Grid{unsigned(M)}, ldx, ldy, pdw, pdb, lx, lw, mean, rstd, lock, N, N);
+      dwdb.launch(ctx.stream(), Grid{unsigned(N / 128)}, pdw, pdb, fdw, fdb, int32_t(group), N);
+    };
+    runFwd();
+    runBwd();
+    std::printf(", \"layer_norm_fwd_ms\": %.6f", bench::medianMs(ctx, runFwd, 20, 7));
+    std::printf(", \"layer_norm_bwd_ms\": %.6f", bench::medianMs(ctx, runBwd, 20, 7));
+  }
+  // Low-memory dropout on 2^26 f32 against a copy of the same bytes.
+  {
+    const int32_t dn = 1 << 26;
+    std::vector<float> hx(static_cast<size_t>(dn));
+    for (auto &v : hx)
+      v = u(rng);
+    auto d_in = ctx.upload(hx);
+    auto d_out = ctx.alloc<float>(size_t(dn));
+    Kernel drop = compile(ctx, std::string(TESSERA_SOURCE_DIR) + "/examples/tutorials/04_low_memory_dropout.tile",
+                          "seeded_dropout");
+    auto runDrop = [&] {
+      drop.launch(ctx.stream(), Grid{unsigned(dn / 1024)}, d_in, d_out, dn, 0.5f, int32_t(123));
+    };
+    auto runCopy = [&] { d_out.memory().copyFrom(d_in.memory(), d_in.bytes(), 0, 0, ctx.stream()); };
+    std::printf(", \"dropout_ms\": %.6f, \"copy_ms\": %.6f", bench::medianMs(ctx, runDrop, 20, 7),
+                bench::medianMs(ctx, runCopy, 20, 7));
+  }
+  std::printf("}\n");
+  return 0;
+}

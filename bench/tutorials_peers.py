@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Issue 15's speed targets in one session on one GPU (bench/tutorials_bench.cpp
+for Tessera, torch here, in the same run), written to bench/results/tutorials.json:
+  * cumsum, sort and topk(k=8) on 4096 rows of 1024 f32 against torch.cumsum,
+    torch.sort and torch.topk along the rows;
+  * the layer norm tutorial's forward, and forward + backward, at 4096 x 8192
+    f16 against torch.nn.functional.layer_norm and its backward;
+  * the low-memory dropout tutorial on 2^26 f32 as a fraction of a
+    device-to-device copy of the same bytes.
+
+    python3 bench/tutorials_peers.py --bin build/bin/tutorials_bench --commit $(git rev-parse --short HEAD)
+"""
+import argparse
+import json
+import subprocess
+
+import torch
+
+from peer_timing import median_ms, write_results
+
+ROWS, N, K = 4096, 1024, 8
+
+
+def torch_ms():
+    x = torch.rand(ROWS, N, device="cuda") * 2 - 1
+    out = {"cumsum": median_ms(lambda: torch.cumsum(x, dim=1)),
+           "sort": median_ms(lambda: torch.sort(x, dim=1)),
+           "topk": median_ms(lambda: torch.topk(x, K, dim=1))}
+    M, C = 4096, 8192
+    lx = torch.rand(M, C, device="cuda", dtype=torch.float16).requires_grad_()
+    w = torch.rand(C, device="cuda", dtype=torch.float16).requires_grad_()
+    b = torch.rand(C, device="cuda", dtype=torch.float16).requires_grad_()
+    dy = torch.rand(M, C, device="cuda", dtype=torch.float16)
+    fn = torch.nn.functional.layer_norm
+
+    def fwd_bwd():
+        lx.grad = w.grad = b.grad = None
+        fn(lx, (C,), w, b, 1e-5).backward(dy)
+
+    with torch.no_grad():
+        out["layer_norm_fwd"] = median_ms(lambda: fn(lx, (C,), w, b, 1e-5))
+    out["layer_norm_fwd_bwd"] = median_ms(fwd_bwd)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", default="build/bin/row_ops_bench")
+    ap.add_argument("--commit", default="unknown")
+    ap.add_argument("--out", default="bench/results/tutorials.json")
+    args = ap.parse_args()
+    before = torch_ms()
+    ours = {}
+    for warps in (4, 8):
+        out = subprocess.run([args.bin, str(warps)], check=True, capture_output=True, text=True).stdout
+        ours[warps] = json.loads(out.strip().splitlines()[-1])
+    after = torch_ms()
+    peers = {op: min(before[op], after[op]) for op in before}
+    rows, targets = [], []
+    for op in ("cumsum", "sort", "topk"):
+        best = min(ours, key=lambda w: ours[w][op + "_ms"])
+        ms = ours[best][op + "_ms"]
+        rows.append({"op": op, "rows": ROWS, "n": N, "tessera_ms": ms, "num_warps": best,
+                     "tessera_ms_by_warps": {str(w): ours[w][op + "_ms"] for w in ours},
+                     "check_err": ours[best][op + "_err"], "torch_ms": peers[op],
+                     "torch_ms_before_after": [before[op], after[op]], "speedup": peers[op] / ms})
+        label = f"topk(k={K})" if op == "topk" else op
+        targets.append({"name": f"{label} on {ROWS} rows of {N} f32 vs torch.{op} (torch_ms / tessera_ms)",
+                        "measured": round(peers[op] / ms, 4), "target": 1.0, "better": "higher",
+                        "met": peers[op] / ms >= 1.0})
+    t = ours[8]
+    ln = {"fwd": t["layer_norm_fwd_ms"], "fwd_bwd": t["layer_norm_fwd_ms"] + t["layer_norm_bwd_ms"]}
+    for key, label in (("fwd", "forward"), ("fwd_bwd", "forward + backward")):
+        peer = peers["layer_norm_" + key]
+        rows.append({"op": "layer_norm_" + key, "shape": [4096, 8192], "dtype": "f16",
+                     "tessera_ms": ln[key], "torch_ms": peer,
+                     "torch_ms_before_after": [before["layer_norm_" + key], after["layer_norm_" + key]],
+                     "speedup": peer / ln[key]})
+        targets.append({"name": f"layer norm tutorial {label}, 4096 x 8192 f16, vs torch layer_norm (torch_ms / tessera_ms)",
+                        "measured": round(peer / ln[key], 4), "target": 1.0, "better": "higher",
+                        "met": peer / ln[key] >= 1.0})
+    frac = t["copy_ms"] / t["dropout_ms"]
+    rows.append({"op": "dropout", "n": 1 << 26, "tessera_ms": t["dropout_ms"], "copy_ms": t["copy_ms"],
+                 "of_copy": frac})
+    targets.append({"name": "low-memory dropout tutorial (rand), 2^26 f32, fraction of device-to-device copy bandwidth",
+                    "measured": round(frac, 4), "target": 0.85, "better": "higher", "met": frac >= 0.85})
+    write_results(args.out, "tutorials", args.commit, note, rows, targets)
+
+
+if __name__ == "__main__":
+    main()
