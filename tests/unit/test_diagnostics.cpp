@@ -649,9 +649,21 @@ def k(X: *f32):
   CHECK(errorsOf(R"SRC(@kernel
 def k(X: *f32):
     a = zeros((16, 16), f32)
+    c = dot(a, a, input_precision="bf16x3")
+)SRC") == err(4, 19, "dot() input_precision must be \"tf32\", \"tf32x3\" or \"ieee\"",
+              "    c = dot(a, a, input_precision=\"bf16x3\")"));
+  CHECK(errorsOf(R"SRC(@kernel
+def k(X: *f32):
+    a = zeros((16, 16), f16)
     c = dot(a, a, input_precision="tf32x3")
-)SRC") == err(4, 19, "dot() input_precision must be \"tf32\" or \"ieee\"",
+)SRC") == err(4, 19, "dot() input_precision=\"tf32x3\" needs f32 operands, got f16",
               "    c = dot(a, a, input_precision=\"tf32x3\")"));
+  CHECK(errorsOf(R"SRC(@kernel
+def k(X: *f32):
+    a = zeros((16, 16), i8)
+    c = dot(a, a, out_dtype=f16)
+)SRC") == err(4, 19, "dot() of i8 operands cannot produce f16; out_dtype must be an integer type",
+              "    c = dot(a, a, out_dtype=f16)"));
 }
 
 TEST_CASE("diagnostics: memory builtins", "[diagnostics][builtins]") {

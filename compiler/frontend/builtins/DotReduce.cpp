@@ -11,8 +11,14 @@ namespace tile = tessera::tile;
 
 namespace tessera::fe::builtins {
 
+// dot(a, b, acc=None, input_precision="tf32", out_dtype=None): Triton's
+// tl.dot. out_dtype: f16 operands accumulate in f16 when it is f16 (the
+// tensor cores' f16 form); any other narrower out_dtype accumulates in the
+// operands' accumulator type and rounds at the end. input_precision="tf32x3"
+// splits each f32 operand into a tf32 high part and the remainder and adds
+// three tf32 products (lo*hi + hi*lo + hi*hi): close to fp32 accuracy.
 SemValue BuiltinCall::onDot() {
-  if (!bind({{"a", "b", "acc", "input_precision"}, 2}))
+  if (!bind({{"a", "b", "acc", "input_precision", "out_dtype"}, 2}))
     return SemValue::invalid();
   for (int k = 0; k < 2; ++k)
     if (!a[k].value.isTile() || a[k].value.type.shape.size() != 2)
@@ -42,6 +48,23 @@ SemValue BuiltinCall::onDot() {
   default:
     return fail(L, "dot() supports f32, f16, bf16, f64 and i8 operands, got " + ea.str());
   }
+  // The result type: out_dtype, else the accumulator's type.
+  DType outT = accT;
+  if (!isNone(a[4])) {
+    auto d = g.dtypeArg(a[4], fn);
+    if (!d)
+      return SemValue::invalid();
+    if (d->isPointer() || isFloat(d->scalar) != isFloat(accT.scalar))
+      return fail(a[4].loc, "dot() of " + ea.str() + " operands cannot produce " + d->str() +
+                                "; out_dtype must be " +
+                                (isFloat(accT.scalar) ? "a float" : "an integer") + " type");
+    outT = *d;
+  } else if (!isNone(a[2]) && a[2].value.isTile()) {
+    outT = a[2].value.type.elem; // the accumulator's type, checked below
+  }
+  bool f16Acc = ea.scalar == ScalarType::f16 && outT == DType{ScalarType::f16, 0};
+  if (f16Acc)
+    accT = outT; // the tensor cores accumulate f16 products in f16
   SemValue acc;
   if (isNone(a[2])) {
     acc = broadcastTo(castTo(SemValue::ofInt(0), accT, L), {xs[0], ys[1]}, L);
@@ -50,25 +73,54 @@ SemValue BuiltinCall::onDot() {
     if (!acc.isTile() || acc.type.shape != std::vector<int64_t>{xs[0], ys[1]})
       return fail(a[2].loc, "dot() accumulator must be a " + std::to_string(xs[0]) + "x" +
                                 std::to_string(ys[1]) + " tile, got " + acc.describe());
-    bool okAcc = acc.type.elem == accT ||
-                 (ea.scalar == ScalarType::f16 && acc.type.elem == DType{ScalarType::f16, 0});
+    bool okAcc = acc.type.elem == accT || (acc.type.elem == outT && !isNone(a[4]));
     if (!okAcc)
       return fail(a[2].loc, "dot() of " + ea.str() + " operands accumulates in " + accT.str() +
                                 ", got an accumulator of " + acc.type.elem.str());
+    if (acc.type.elem != accT)
+      acc = castTo(acc, accT, a[2].loc);
   }
   if (!acc.ok())
     return acc;
   tile::InputPrecision prec = tile::InputPrecision::tf32;
+  bool x3 = false;
   if (a[3].present) {
-    if (a[3].value.kind != SemValue::Str ||
-        (a[3].value.s != "tf32" && a[3].value.s != "ieee"))
-      return fail(a[3].loc, "dot() input_precision must be \"tf32\" or \"ieee\"");
-    if (a[3].value.s == "ieee")
+    const SemValue &p = a[3].value;
+    if (p.kind != SemValue::Str || (p.s != "tf32" && p.s != "ieee" && p.s != "tf32x3"))
+      return fail(a[3].loc, "dot() input_precision must be \"tf32\", \"tf32x3\" or \"ieee\"");
+    if (p.s == "ieee")
       prec = tile::InputPrecision::ieee;
+    x3 = p.s == "tf32x3";
+    if (x3 && ea.scalar != ScalarType::f32)
+      return fail(a[3].loc, "dot() input_precision=\"tf32x3\" needs f32 operands, got " + ea.str());
   }
-  auto op = tile::DotOp::create(b_, ml, acc.value.getType(), x.value, y.value, acc.value,
-                                tile::InputPrecisionAttr::get(&ctx_, prec));
-  return SemValue::ofRuntime(op.getResult(), acc.type);
+  auto dotOf = [&](const SemValue &l, const SemValue &r, const SemValue &c) {
+    auto op = tile::DotOp::create(b_, ml, c.value.getType(), l.value, r.value, c.value,
+                                  tile::InputPrecisionAttr::get(&ctx_, prec));
+    return SemValue::ofRuntime(op.getResult(), c.type);
+  };
+  SemValue result;
+  if (x3) {
+    // hi: the f32 value with its low 13 mantissa bits cleared (exactly a
+    // tf32); lo: the rest, exact in f32.
+    auto split = [&](const SemValue &v) -> std::pair<SemValue, SemValue> {
+      SemValue bits = invoke("bitcast", {v, SemValue::ofDType(DType{ScalarType::i32, 0})});
+      SemValue masked = bits.ok() ? binary(BinOp::BitAnd, bits, SemValue::ofInt(int64_t(int32_t(0xffffe000u))), L) : bits;
+      SemValue hi = masked.ok() ? invoke("bitcast", {masked, SemValue::ofDType(DType{ScalarType::f32, 0})}) : masked;
+      SemValue lo = hi.ok() ? binary(BinOp::Sub, v, hi, L) : hi;
+      return {hi, lo};
+    };
+    auto [xh, xl] = split(x);
+    auto [yh, yl] = split(y);
+    if (!xl.ok() || !yl.ok())
+      return SemValue::invalid();
+    result = dotOf(xh, yh, dotOf(xh, yl, dotOf(xl, yh, acc)));
+  } else {
+    result = dotOf(x, y, acc);
+  }
+  if (result.type.elem != outT)
+    result = castTo(result, outT, L);
+  return result;
 }
 
 // max and min: Python's max(a, b) on two compile-time numbers; the larger of
