@@ -17,6 +17,7 @@
 // in the same run; nothing is printed and parsed again.
 #include "Frontend.h"
 #include "Passes.h"
+#include "analysis/LoopCarried.h"
 #include "analysis/TensorMapAttr.h"
 #include "backend/PTXEmitter.h"
 
@@ -47,6 +48,21 @@ struct SnapshotPass : PassWrapper<SnapshotPass, OperationPass<ModuleOp>> {
   bool debugInfo_;
 };
 
+/// Records what each kernel's loops carry (analysis/LoopCarried.h).
+struct LoopCarriedPass : PassWrapper<LoopCarriedPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(LoopCarriedPass)
+  LoopCarriedPass(CompileResult *r, int64_t numWarps) : r_(r), numWarps_(numWarps) {}
+  void runOnOperation() override {
+    for (auto fn : getOperation().getOps<func::FuncOp>()) {
+      std::vector<std::string> lines = analysis::loopCarriedReport(fn, numWarps_);
+      if (!lines.empty())
+        r_->loopCarried[fn.getName().str()] = std::move(lines);
+    }
+  }
+  CompileResult *r_;
+  int64_t numWarps_;
+};
+
 /// The passes from verified tile IR to `stage` (at most GPU IR), with a
 /// snapshot of each stage's output into `r`.
 void buildPipeline(PassManager &pm, const CompileOptions &options, Stage stage,
@@ -71,6 +87,7 @@ void buildPipeline(PassManager &pm, const CompileOptions &options, Stage stage,
   pm.addPass(createTesseraAssignLayouts());
   pm.addPass(createTesseraRemoveLayoutConversions());
   pm.addPass(std::make_unique<SnapshotPass>(&r.layoutIR, false));
+  pm.addPass(std::make_unique<LoopCarriedPass>(&r, options.numWarps));
   if (stage == Stage::Layout)
     return;
   pm.addPass(createTesseraLowerToNVVMWithRemarks(&r.remarks));

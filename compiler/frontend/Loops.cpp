@@ -2,6 +2,7 @@
 // the variables its body assigns that exist before it are carried. A loop
 // whose body may `break` becomes an scf.while that also stops once the break
 // flag is set (LoopExits.cpp). static_range unrolls.
+#include "analysis/LoopCarried.h"
 #include "IRGen.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -216,6 +217,7 @@ bool IRGen::genRangeLoop(const Stmt &s, SemValue lo, SemValue hi, SemValue step,
   ValueRange results;
   if (!breaks) {
     auto forOp = scf::ForOp::create(b_, ml, lo.value, hi.value, step.value, inits);
+    forOp->setAttr(analysis::kCarriedNamesAttr, b_.getStrArrayAttr(llvm::SmallVector<StringRef>(carried.begin(), carried.end())));
     mlir::Block *body = forOp.getBody();
     if (!body->empty() && body->back().hasTrait<mlir::OpTrait::IsTerminator>())
       body->back().erase();
@@ -233,6 +235,7 @@ bool IRGen::genRangeLoop(const Stmt &s, SemValue lo, SemValue hi, SemValue step,
     std::vector<Location> locs(wTypes.size(), ml);
     size_t brk = std::find(carried.begin(), carried.end(), kBreakFlag) - carried.begin();
     auto whileOp = scf::WhileOp::create(b_, ml, wTypes, wInits);
+    whileOp->setAttr(analysis::kCarriedNamesAttr, b_.getStrArrayAttr(llvm::SmallVector<StringRef>(carried.begin(), carried.end())));
     mlir::Block *beforeBlk = b_.createBlock(&whileOp.getBefore(), {}, wTypes, locs);
     Value inRange = arith::CmpIOp::create(b_, ml, arith::CmpIPredicate::slt,
                                           beforeBlk->getArgument(0), hi.value);
@@ -295,6 +298,7 @@ bool IRGen::genWhile(const Stmt &s) {
     mlirTypes.push_back(toMlir(t));
   std::vector<Location> locs(types.size(), ml);
   auto whileOp = scf::WhileOp::create(b_, ml, mlirTypes, inits);
+  whileOp->setAttr(analysis::kCarriedNamesAttr, b_.getStrArrayAttr(llvm::SmallVector<StringRef>(carried.begin(), carried.end())));
   OpBuilder::InsertionGuard guard(b_);
   auto bind = [&](mlir::Block *blk) {
     for (size_t i = 0; i < carried.size(); ++i)

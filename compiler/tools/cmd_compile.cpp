@@ -39,6 +39,20 @@ std::string resourceTable(const CompileResult &r, const std::vector<PtxasKernelI
        << o.warpsPerSM << std::setw(7) << occ.str() << "  " << o.limitedBy
        << (k.spillStores || k.spillLoads ? " (spills registers to local memory)" : "") << "\n";
   }
+  // For a kernel that spills: what its loops keep live, the first place to look.
+  for (const PtxasKernelInfo &k : kernels) {
+    auto carried = r.loopCarried.find(k.name);
+    if (!(k.spillStores || k.spillLoads) || carried == r.loopCarried.end())
+      continue;
+    for (const std::string &line : carried->second) {
+      std::string l = line;
+      size_t at = l.find(": loop carries");
+      if (at != std::string::npos)
+        l.insert(at + 2, "remark: " + k.name + " spills " + std::to_string(k.spillStores) +
+                             " B; its ");
+      os << l << "\n";
+    }
+  }
   return os.str();
 }
 

@@ -41,6 +41,11 @@ struct CompileResult {
   /// From Stage::GpuIR on: one "file:line:col: remark: ..." line per loop that
   /// computes a `dot`, saying how it was pipelined or why not.
   std::vector<std::string> remarks;
+  /// From Stage::Layout on, per kernel: one line per loop that carries tiles,
+  /// naming them with the registers a thread needs for each (what is live
+  /// across the loop; `tessera compile --emit=resources` prints it when the
+  /// kernel spills).
+  std::map<std::string, std::vector<std::string>> loopCarried;
   /// From Stage::GpuIR on: dynamic shared memory each kernel needs at launch, by name.
   std::map<std::string, int64_t> sharedBytes;
   /// From Stage::GpuIR on, per kernel: the warps its block is launched with.
