@@ -182,26 +182,18 @@ bool KernelLowering::lowerVectorRed(tile::AtomicRMWOp op) {
       operands.append(vals.begin(), vals.end());
       sideEffectAsm({}, operands, text, cons, loc);
     };
-    Value all = vectorGuard(masks, ptrs[0], lay.vec * 4, plan.aligned, loc);
-    if (!all) {
-      vecRed();
-      continue;
-    }
-    auto ifOp = makeIf(all, true, loc);
-    OpBuilder::InsertionGuard g(b_);
-    b_.setInsertionPointToStart(ifOp.thenBlock());
-    vecRed();
-    b_.setInsertionPointToStart(ifOp.elseBlock());
-    for (int64_t v = 0; v < lay.vec; ++v) {
-      if (!masks[v]) {
-        emitAtomic(op, ptrs[v], vals[v], Value(), loc);
-        continue;
-      }
-      auto one = makeIf(masks[v], false, loc);
-      OpBuilder::InsertionGuard g2(b_);
-      b_.setInsertionPointToStart(one.thenBlock());
-      emitAtomic(op, ptrs[v], vals[v], Value(), loc);
-    }
+    guardedVector(masks, ptrs[0], lay.vec * 4, plan.aligned, lay.vec, vecRed,
+                  [&](int64_t v) {
+                    if (!masks[v]) {
+                      emitAtomic(op, ptrs[v], vals[v], Value(), loc);
+                      return;
+                    }
+                    auto one = makeIf(masks[v], false, loc);
+                    OpBuilder::InsertionGuard g(b_);
+                    b_.setInsertionPointToStart(one.thenBlock());
+                    emitAtomic(op, ptrs[v], vals[v], Value(), loc);
+                  },
+                  loc);
   }
   Lowered l; // nobody reads the old values
   l.kind = Lowered::Dist;

@@ -229,6 +229,25 @@ public:
     }
     return cond;
   }
+  /// One vector access `vector()` when every lane's mask is on and the
+  /// address aligned (unless proven), else `lane(v)` for each of `lanes`
+  /// lanes (each under its own mask, which `lane` applies).
+  void guardedVector(ArrayRef<Value> masks, Value firstPtr, int64_t bytes, bool aligned,
+                     int64_t lanes, const std::function<void()> &vector,
+                     const std::function<void(int64_t)> &lane, Location loc) {
+    Value all = vectorGuard(masks, firstPtr, bytes, aligned, loc);
+    if (!all) {
+      vector();
+      return;
+    }
+    auto ifOp = makeIf(all, true, loc);
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointToStart(ifOp.thenBlock());
+    vector();
+    b_.setInsertionPointToStart(ifOp.elseBlock());
+    for (int64_t v = 0; v < lanes; ++v)
+      lane(v);
+  }
   /// The element at `ptr` where `mask` is on (no mask: always), else `other`
   /// (null: zero). A masked load becomes a branch, so masked-off lanes touch
   /// no memory.

@@ -954,18 +954,8 @@ bool KernelLowering::lowerStore(tile::StoreOp op) {
         vec = LLVM::InsertElementOp::create(b_, loc, vec, vals[v], i32c(v, loc));
       LLVM::StoreOp::create(b_, loc, vec, ptrs[0], lay.vec * eb);
     };
-    Value all = vectorGuard(masks, ptrs[0], lay.vec * eb, plan.aligned, loc);
-    if (!all) {
-      vecStore();
-      continue;
-    }
-    auto ifOp = makeIf(all, true, loc);
-    OpBuilder::InsertionGuard g(b_);
-    b_.setInsertionPointToStart(ifOp.thenBlock());
-    vecStore();
-    b_.setInsertionPointToStart(ifOp.elseBlock());
-    for (int64_t v = 0; v < lay.vec; ++v)
-      maskedStore(vals[v], ptrs[v], masks[v], loc);
+    guardedVector(masks, ptrs[0], lay.vec * eb, plan.aligned, lay.vec, vecStore,
+                  [&](int64_t v) { maskedStore(vals[v], ptrs[v], masks[v], loc); }, loc);
   }
   return true;
 }

@@ -456,6 +456,25 @@ bool dotOp(Exec &e, const Instr &ins) {
   return true;
 }
 
+// A combiner region's captured outer scalars, broadcast into its slots.
+void fillCaptures(Exec &e, const Region &rg) {
+  for (auto [outerSlot, innerSlot] : rg.captures) {
+    unsigned b = ekSize(e.prog->slots[size_t(innerSlot)].kind);
+    for (int64_t i = 0; i < rg.capacity; ++i)
+      std::memcpy(e.slot[innerSlot] + i * b, e.slot[outerSlot], b);
+  }
+}
+
+// One vectorized run of a combiner over `n` element pairs already in its
+// argument slots.
+bool runCombiner(Exec &e, const Region &rg, int64_t n) {
+  int64_t saved = e.regionN;
+  e.regionN = n;
+  bool ok = runBlock(e, rg.body);
+  e.regionN = saved;
+  return ok;
+}
+
 //===----------------------------------------------------------------------===//
 // reduce: a tree of adjacent pairs, each level one vectorized run of the
 // combiner over every pair at once. Pairs keep their order (lhs before rhs).
@@ -472,11 +491,7 @@ bool reduceOp(Exec &e, const Instr &ins) {
     esz[j] = ekSize(e.prog->slots[size_t(ins.ins[j])].kind);
     cur[j] = e.slot[ins.ins[j]];
   }
-  for (auto [outerSlot, innerSlot] : rg.captures) {
-    unsigned b = ekSize(e.prog->slots[size_t(innerSlot)].kind);
-    for (int64_t i = 0; i < rg.capacity; ++i)
-      std::memcpy(e.slot[innerSlot] + i * b, e.slot[outerSlot], b);
-  }
+  fillCaptures(e, rg);
   int64_t len = R;
   int pingpong = 0;
   while (len > 1) {
@@ -491,11 +506,7 @@ bool reduceOp(Exec &e, const Instr &ins) {
           std::memcpy(rhs + size_t((o * h + i)) * chunk, cur[j] + size_t(o * len + 2 * i + 1) * chunk, chunk);
         }
     }
-    int64_t saved = e.regionN;
-    e.regionN = n;
-    bool ok = runBlock(e, rg.body);
-    e.regionN = saved;
-    if (!ok)
+    if (!runCombiner(e, rg, n))
       return false;
     for (size_t j = 0; j < k; ++j) {
       size_t chunk = size_t(inner) * esz[j];
@@ -538,11 +549,7 @@ bool scanOp(Exec &e, const Instr &ins) {
     const uint8_t *src = e.slot[ins.ins[j]];
     cur[j].assign(src, src + size_t(outer * R * inner) * esz[j]);
   }
-  for (auto [outerSlot, innerSlot] : rg.captures) {
-    unsigned b = ekSize(e.prog->slots[size_t(innerSlot)].kind);
-    for (int64_t i = 0; i < rg.capacity; ++i)
-      std::memcpy(e.slot[innerSlot] + i * b, e.slot[outerSlot], b);
-  }
+  fillCaptures(e, rg);
   for (int64_t d = 1; d < R; d *= 2) {
     int64_t m = R - d; // positions that combine at this level, per outer index
     for (size_t j = 0; j < k; ++j) {
@@ -557,11 +564,7 @@ bool scanOp(Exec &e, const Instr &ins) {
                       chunk);
         }
     }
-    int64_t saved = e.regionN;
-    e.regionN = outer * m * inner;
-    bool ok = runBlock(e, rg.body);
-    e.regionN = saved;
-    if (!ok)
+    if (!runCombiner(e, rg, outer * m * inner))
       return false;
     for (size_t j = 0; j < k; ++j) {
       size_t chunk = size_t(inner) * esz[j];
