@@ -167,6 +167,7 @@ BuiltinCall::Handler BuiltinCall::handlerFor(const std::string &name) {
       {"sort", &B::onSort},
       {"argsort", &B::onSort},
       {"topk", &B::onTopk},
+      {"inline_asm_elementwise", &B::onInlineAsm},
       {"fdiv", &B::onFdiv},
       {"debug_barrier", &B::onDebugBarrier},
       {"device_assert", &B::onDeviceAssert},

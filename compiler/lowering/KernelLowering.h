@@ -354,6 +354,7 @@ private:
   bool lowerReduce(tile::ReduceOp op);
   bool lowerScan(tile::ScanOp op); // Scan.cpp
   bool lowerSort(tile::SortOp op); // Sort.cpp
+  bool lowerInlineAsm(tile::InlineAsmOp op);
   Value keyLess(Value a, Value b, bool uns, Location loc);
   // AxisLines.cpp: same-shaped tiles exchanged along one axis through two
   // shared-memory copies (scans and sorting networks).

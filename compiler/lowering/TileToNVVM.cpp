@@ -661,6 +661,8 @@ bool KernelLowering::lowerOp(Operation *op) {
   }
   if (auto as = dyn_cast<tile::AssertOp>(op))
     return lowerAssert(as);
+  if (auto ia = dyn_cast<tile::InlineAsmOp>(op))
+    return lowerInlineAsm(ia);
   if (isa<tile::BarrierOp>(op)) {
     barrier(loc);
     return true;
@@ -963,6 +965,42 @@ bool KernelLowering::lowerStore(tile::StoreOp op) {
 //===----------------------------------------------------------------------===//
 // device_print: one vprintf per owned element, by the primary owner
 //===----------------------------------------------------------------------===//
+
+// inline_asm_elementwise: the PTX once per element the thread holds, with
+// that element of each tile operand (scalars as they are); side effects
+// unless pure.
+bool KernelLowering::lowerInlineAsm(tile::InlineAsmOp op) {
+  Location loc = op.getLoc();
+  auto rt = dyn_cast<RankedTensorType>(op.getResult().getType());
+  Type et = convertElem(getElementTypeOrSelf(op.getResult().getType()));
+  auto emit = [&](SmallVector<Value> operands) -> Value {
+    return LLVM::InlineAsmOp::create(b_, loc, et, operands, op.getText(), op.getConstraints(),
+                                     /*has_side_effects=*/!op.getPure(), /*is_align_stack=*/false,
+                                     LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
+                                     ArrayAttr())
+        .getResult(0);
+  };
+  if (!rt) {
+    SmallVector<Value> operands;
+    for (Value a : op.getArgs())
+      operands.push_back(scalarOf(a));
+    Lowered l;
+    l.kind = Lowered::Scalar;
+    l.scalar = emit(operands);
+    vals_[op.getResult()] = l;
+    return true;
+  }
+  Layout lay = layoutOf(rt);
+  SmallVector<Value> regs;
+  for (int64_t s = 0; s < lay.slots(); ++s) {
+    SmallVector<Value> operands;
+    for (Value a : op.getArgs())
+      operands.push_back(isa<RankedTensorType>(a.getType()) ? atSlot(a, lay, s, loc) : scalarOf(a));
+    regs.push_back(emit(operands));
+  }
+  bindDist(op.getResult(), regs);
+  return true;
+}
 
 // device_assert: every slot's condition, and when one is false a call to
 // __assertfail (a PTX system call, like vprintf) with the message, the

@@ -262,6 +262,20 @@ def Tile_BarrierOp : Tile_Op<"barrier"> {
   let assemblyFormat = "attr-dict";
 }
 
+def Tile_InlineAsmOp : Tile_Op<"inline_asm"> {
+  let summary = "inline PTX applied to each element (Triton's inline_asm_elementwise)";
+  let description = [{
+    The operands are scalars or tiles of the result's shape; for each element
+    the PTX `text` runs with that element of each tile operand, under LLVM-style
+    `constraints` (the output first: "=r,r,r"). `pure` lets the compiler drop
+    or merge it; otherwise it has side effects. GPU only: the interpreter
+    cannot run PTX.
+  }];
+  let arguments = (ins Variadic<AnyType>:$args, StrAttr:$text, StrAttr:$constraints, BoolAttr:$pure);
+  let results = (outs AnyType:$result);
+  let assemblyFormat = "`(` $args `)` $text `,` $constraints attr-dict `:` functional-type($args, $result)";
+}
+
 def Tile_AssertOp : Tile_Op<"assert"> {
   let summary = "device_assert: stop the kernel when an element of the condition is false";
   let description = [{

@@ -1000,6 +1000,9 @@ bool Decoder::decodeOp(Operation &op, Block &out) {
       .Case([&](tile::ReduceOp r) { return decodeReduce(r, out); })
       .Case([&](tile::ScanOp r) { return decodeScan(r, out); })
       .Case([&](tile::SortOp r) { return decodeSort(r, out); })
+      .Case([&](tile::InlineAsmOp a) {
+        return fail(a, "does not run inline_asm_elementwise: its PTX runs only on the GPU");
+      })
       .Case([&](tile::PrintOp p) { return decodePrint(p, ins, out); })
       .Case([&](tile::BarrierOp) { return true; }) // one program is one thread of tiles
       .Case([&](tile::AssertOp a) {

@@ -72,6 +72,7 @@ public:
   SemValue onAtomicRMW(); // atomic_add, _max, _min, _and, _or, _xor, _xchg
   bool atomicOrdering(size_t first, tile::MemSem &sem, tile::MemScope &scope);
   bool userCombine(mlir::Region &region, const std::vector<SemValue> &ins, const Arg &fn);
+  SemValue onInlineAsm(); // Misc.cpp
   // Sort.cpp
   SemValue onSort(); // sort, argsort
   SemValue onTopk();

@@ -189,3 +189,64 @@ SemValue BuiltinCall::onDevicePrint() {
 }
 
 } // namespace tessera::fe::builtins
+
+namespace tessera::fe::builtins {
+
+// inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack):
+// Triton's, with pack=1 (one element per asm). The arguments broadcast to one
+// shape; the result has `dtype` and that shape. GPU only.
+SemValue BuiltinCall::onInlineAsm() {
+  if (!bind({{"asm", "constraints", "args", "dtype", "is_pure", "pack"}, 4}))
+    return SemValue::invalid();
+  for (int k = 0; k < 2; ++k)
+    if (a[k].value.kind != SemValue::Str)
+      return fail(a[k].loc, std::string("inline_asm_elementwise() ") + (k ? "constraints" : "asm") +
+                                " must be a string");
+  auto dt = g.dtypeArg(a[3], fn);
+  if (!dt)
+    return SemValue::invalid();
+  bool pure = true;
+  if (!isNone(a[4])) {
+    if (a[4].value.kind != SemValue::Bool)
+      return fail(a[4].loc, "inline_asm_elementwise() is_pure must be True or False");
+    pure = a[4].value.b;
+  }
+  if (!isNone(a[5])) {
+    auto pack = intArg(a[5], fn, "pack");
+    if (!pack)
+      return SemValue::invalid();
+    if (*pack != 1)
+      return fail(a[5].loc, "inline_asm_elementwise() supports pack=1 only (one element per asm), got " +
+                                std::to_string(*pack));
+  }
+  std::vector<SemValue> ins = a[2].value.kind == SemValue::Tuple ? a[2].value.elems
+                                                                  : std::vector<SemValue>{a[2].value};
+  std::vector<int64_t> shape;
+  for (SemValue &v : ins) {
+    if (v.isConst())
+      v = g.materialize(v, a[2].loc);
+    if (!v.ok() || !v.isRuntime())
+      return fail(a[2].loc, "inline_asm_elementwise() args must be numbers or tiles");
+    if (v.type.isTile()) {
+      auto b = shape.empty() ? std::optional<std::vector<int64_t>>(v.type.shape)
+                             : g.broadcastShapes(shape, v.type.shape, a[2].loc);
+      if (!b)
+        return SemValue::invalid();
+      shape = *b;
+    }
+  }
+  std::vector<Value> operands;
+  for (SemValue &v : ins) {
+    if (!shape.empty()) {
+      v = broadcastTo(v, shape, a[2].loc);
+      if (!v.ok())
+        return v;
+    }
+    operands.push_back(v.value);
+  }
+  TileType rt{*dt, shape};
+  auto op = tile::InlineAsmOp::create(b_, ml, toMlir(rt), operands, a[0].value.s, a[1].value.s, pure);
+  return SemValue::ofRuntime(op.getResult(), rt);
+}
+
+} // namespace tessera::fe::builtins
