@@ -246,7 +246,8 @@ bool KernelLowering::lowerAtomic(Operation *op) {
     Value first = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::eq, tid_, i32c(0, loc));
     Value m = maskV ? Value(arith::AndIOp::create(b_, loc, first, scalarOf(maskV))) : first;
     Value old = emit(scalarOf(ptrV), scalarOf(valV), cmpV ? scalarOf(cmpV) : Value(), m);
-    Value base = smemBase(smem_.allocate(byteWidth(et)), loc);
+    SmemTemps temps(smem_);
+    Value base = smemBase(temps.take(byteWidth(et)), loc);
     barrier(loc);
     broadcastFrom(old, first, 0, base);
     barrier(loc);
@@ -270,7 +271,8 @@ bool KernelLowering::lowerAtomic(Operation *op) {
   }
   vals_[res] = l;
   if (lay.replicated) { // replicas take the primary's old value
-    Value base = smemBase(smem_.allocate(lay.total * byteWidth(et)), loc);
+    SmemTemps temps(smem_);
+    Value base = smemBase(temps.take(lay.total * byteWidth(et)), loc);
     barrier(loc);
     Value flat = flatIndex(coords(lay, 0), lay.shape, loc);
     broadcastFrom(l.regs[0], primary, 0, smemPtr(base, flat, et, loc));

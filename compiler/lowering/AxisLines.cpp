@@ -7,8 +7,9 @@
 
 namespace tessera::lowering::detail {
 
-KernelLowering::AxisLines KernelLowering::axisLines(RankedTensorType t, int64_t axis) {
+KernelLowering::AxisLines KernelLowering::axisLines(RankedTensorType t, int64_t axis, int copies) {
   AxisLines l;
+  l.copies = copies;
   l.lay = layoutOf(t);
   l.length = t.getDimSize(axis);
   l.stride = 1;
@@ -23,13 +24,13 @@ KernelLowering::AxisLines KernelLowering::axisLines(RankedTensorType t, int64_t 
   return l;
 }
 
-void KernelLowering::addLineTile(AxisLines &l, Type et, SmallVector<Value> regs) {
+void KernelLowering::addLineTile(AxisLines &l, SmemTemps &temps, Type et, SmallVector<Value> regs) {
   Type mt = memType(et, b_.getContext());
   int64_t bytes = l.lay.total * byteWidth(mt);
   l.ets.push_back(et);
   l.mts.push_back(mt);
-  for (int k = 0; k < 2; ++k)
-    l.buf[k].push_back(smemBase(smem_.allocate(bytes, 16), src_.getLoc()));
+  for (int k = 0; k < l.copies; ++k)
+    l.buf[k].push_back(smemBase(temps.take(bytes), src_.getLoc()));
   l.current.push_back(std::move(regs));
 }
 

@@ -173,6 +173,7 @@ public:
   Value atSlot(Value v, const Layout &l, int64_t s, Location loc);
   SmallVector<Value> materialize(Value v, Location loc);
   Value toSmem(Value v, Location loc);
+  void writeToSmem(Value v, Value base, Location loc);
   Value smemBase(int64_t offsetBytes, Location loc);
   Value smemPtr(Value base, Value index, Type elemTy, Location loc);
   // Inline PTX with side effects, so that nothing moves across it; several
@@ -356,18 +357,40 @@ private:
   bool lowerSort(tile::SortOp op); // Sort.cpp
   bool lowerInlineAsm(tile::InlineAsmOp op);
   Value keyLess(Value a, Value b, bool uns, Location loc);
+  /// Shared-memory temporaries of one op, released (for the next op to
+  /// reuse) when it goes out of scope, after the op's code is emitted.
+  class SmemTemps {
+  public:
+    explicit SmemTemps(SharedMemoryAllocator &a) : a_(a) {}
+    SmemTemps(const SmemTemps &) = delete;
+    SmemTemps &operator=(const SmemTemps &) = delete;
+    ~SmemTemps() {
+      for (auto [off, bytes] : taken_)
+        a_.releaseTemp(off, bytes);
+    }
+    int64_t take(int64_t bytes, int64_t align = 16) {
+      int64_t off = a_.allocateTemp(bytes, align);
+      taken_.push_back({off, bytes});
+      return off;
+    }
+
+  private:
+    SharedMemoryAllocator &a_;
+    SmallVector<std::pair<int64_t, int64_t>> taken_;
+  };
   // AxisLines.cpp: same-shaped tiles exchanged along one axis through two
   // shared-memory copies (scans and sorting networks).
   struct AxisLines {
     Layout lay;
     int64_t length = 1, stride = 1; // along the axis; between neighbours, row-major
+    int copies = 2;                 // shared copies per tile (a sort's steps need one)
     SmallVector<Value> flats, along; // per slot: row-major index, coordinate on the axis
     SmallVector<Type> ets, mts;
     SmallVector<Value> buf[2];
     SmallVector<SmallVector<Value>> current; // per tile, per slot: the thread's values
   };
-  AxisLines axisLines(RankedTensorType t, int64_t axis);
-  void addLineTile(AxisLines &l, Type et, SmallVector<Value> regs);
+  AxisLines axisLines(RankedTensorType t, int64_t axis, int copies);
+  void addLineTile(AxisLines &l, SmemTemps &temps, Type et, SmallVector<Value> regs);
   void publishLines(AxisLines &l, int k, Location loc);
   SmallVector<Value> readLines(AxisLines &l, int k, Value flat, Location loc);
   // RowReduce.cpp: along the last axis of an N-D tile with shuffles;

@@ -109,10 +109,11 @@ std::optional<bool> KernelLowering::lowerLastAxisReduce(tile::ReduceOp op) {
   // 3. Per-warp partials through shared memory: [row][warp of the row].
   int64_t warpsPerRow = span / lanes;
   SmallVector<Value> bases;
+  SmemTemps temps(smem_);
   for (Type et : ets) {
     int64_t bytes = rows * warpsPerRow * byteWidth(et);
     int64_t at = smem_.takeScratch(bytes, 16);
-    bases.push_back(smemBase(at >= 0 ? at : smem_.allocate(bytes), loc));
+    bases.push_back(smemBase(at >= 0 ? at : temps.take(bytes), loc));
   }
   Value tid = tid_;
   Value leader = arith::CmpIOp::create(

@@ -13,13 +13,14 @@ bool KernelLowering::lowerScan(tile::ScanOp op) {
   auto srcs = op.getSrcs();
   int64_t axis = op.getAxis();
   bool reverse = op.getReverse();
-  AxisLines l = axisLines(cast<RankedTensorType>(srcs[0].getType()), axis);
+  AxisLines l = axisLines(cast<RankedTensorType>(srcs[0].getType()), axis, 2);
+  SmemTemps temps(smem_);
   int64_t R = l.length;
   for (Value src : srcs) {
     SmallVector<Value> regs;
     for (int64_t s = 0; s < l.lay.slots(); ++s)
       regs.push_back(atSlot(src, l.lay, s, loc));
-    addLineTile(l, convertElem(cast<RankedTensorType>(src.getType()).getElementType()), regs);
+    addLineTile(l, temps, convertElem(cast<RankedTensorType>(src.getType()).getElementType()), regs);
   }
   barrier(loc); // readers of these buffers (a previous loop iteration) are done
   publishLines(l, 0, loc);

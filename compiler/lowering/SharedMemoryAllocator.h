@@ -1,14 +1,20 @@
 // The dynamic shared memory of one kernel: a bump allocator up to the
-// block's opt-in limit on the target (Target::maxSharedBytesPerBlock), plus a scratch region (the stage buffers of the last
-// pipelined dot loop, free for reuse after it). One object per kernel,
-// shared by the generic lowering and the dot-loop emitter; liveness-based
-// reuse of buffers belongs here.
+// block's opt-in limit on the target (Target::maxSharedBytesPerBlock), plus a
+// scratch region (the stage buffers of the last pipelined dot loop, free for
+// reuse after it), plus temporaries: buffers that one op writes and reads
+// and releases when it is done (a reduction's partials, a scan's or a sort's
+// copies, an atomic's broadcast slot). A released temporary is reused by the
+// next op that asks; that op writes only after a block barrier, so the last
+// readers of the old contents are done. One object per kernel, shared by the
+// generic lowering and the dot-loop emitter.
 #ifndef TESSERA_LOWERING_SHAREDMEMORYALLOCATOR_H
 #define TESSERA_LOWERING_SHAREDMEMORYALLOCATOR_H
 
 #include "analysis/Layout.h"
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 namespace tessera::lowering::detail {
 
@@ -27,6 +33,24 @@ public:
     used_ = off + bytes;
     return off;
   }
+  /// `bytes` for one op's own use until releaseTemp: a released block that
+  /// fits (first fit), else new bytes at the end. The op must write them only
+  /// after a block barrier.
+  int64_t allocateTemp(int64_t bytes, int64_t align = 16) {
+    for (size_t i = 0; i < free_.size(); ++i) {
+      int64_t off = roundUp(free_[i].first, align);
+      if (off + bytes <= free_[i].first + free_[i].second) {
+        int64_t end = free_[i].first + free_[i].second;
+        free_.erase(free_.begin() + i);
+        if (end > off + bytes) // the tail stays free
+          free_.push_back({off + bytes, end - (off + bytes)});
+        return off;
+      }
+    }
+    return allocate(bytes, align);
+  }
+  /// Gives back a temporary from allocateTemp.
+  void releaseTemp(int64_t off, int64_t bytes) { free_.push_back({off, bytes}); }
   /// Moves the end to the next multiple of `align`.
   void alignEnd(int64_t align) { used_ = roundUp(used_, align); }
 
@@ -57,6 +81,7 @@ private:
   int64_t limit_;
   int64_t used_ = 0;
   int64_t scratchOff_ = 0, scratchBytes_ = 0, scratchUsed_ = 0;
+  std::vector<std::pair<int64_t, int64_t>> free_; // released temporaries: offset, bytes
 };
 
 } // namespace tessera::lowering::detail

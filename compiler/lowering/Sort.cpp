@@ -26,14 +26,15 @@ Value KernelLowering::keyLess(Value a, Value b, bool uns, Location loc) {
 bool KernelLowering::lowerSort(tile::SortOp op) {
   Location loc = op.getLoc();
   auto st = cast<RankedTensorType>(op.getSrc().getType());
-  AxisLines l = axisLines(st, op.getAxis());
+  AxisLines l = axisLines(st, op.getAxis(), 1);
+  SmemTemps temps(smem_);
   int64_t R = l.length;
   bool descending = op.getDescending(), uns = op.getUnsignedKeys();
   SmallVector<Value> keys;
   for (int64_t s = 0; s < l.lay.slots(); ++s)
     keys.push_back(atSlot(op.getSrc(), l.lay, s, loc));
-  addLineTile(l, convertElem(st.getElementType()), keys);
-  addLineTile(l, b_.getI32Type(), SmallVector<Value>(l.along.begin(), l.along.end()));
+  addLineTile(l, temps, convertElem(st.getElementType()), keys);
+  addLineTile(l, temps, b_.getI32Type(), SmallVector<Value>(l.along.begin(), l.along.end()));
   // (key, position) a before (key, position) b in the requested order.
   auto before = [&](Value ka, Value pa, Value kb, Value pb) -> Value {
     Value first = descending ? keyLess(kb, ka, uns, loc) : keyLess(ka, kb, uns, loc);

@@ -243,9 +243,20 @@ Value KernelLowering::toSmem(Value v, Location loc) {
     off = smemOffsets_.insert({v, at >= 0 ? at : smem_.allocate(bytes)}).first;
   }
   Value base = smemBase(off->second, loc);
+  writeToSmem(v, base, loc);
+  vals_.remember(key, base);
+  return base;
+}
+
+// v's elements, row-major at `base`, between two barriers (the first: earlier
+// readers of the buffer, a previous loop iteration or op, are done).
+void KernelLowering::writeToSmem(Value v, Value base, Location loc) {
+  auto t = cast<RankedTensorType>(v.getType());
+  Type et = convertElem(t.getElementType());
+  Type mt = memType(et, b_.getContext());
   Layout l = layoutOfValue(v);
   SmallVector<Value> regs = materializeIn(v, l, loc);
-  barrier(loc); // earlier readers of this buffer (a previous loop iteration) are done
+  barrier(loc);
   for (int64_t s = 0; s < l.slots(); ++s) {
     Value idx = flatIndex(coords(l, s), l.shape, loc);
     Value val = regs[s];
@@ -254,8 +265,6 @@ Value KernelLowering::toSmem(Value v, Location loc) {
     LLVM::StoreOp::create(b_, loc, val, smemPtr(base, idx, mt, loc));
   }
   barrier(loc);
-  vals_.remember(key, base);
-  return base;
 }
 
 //===----------------------------------------------------------------------===//
@@ -1402,10 +1411,11 @@ bool KernelLowering::lowerReduce(tile::ReduceOp op) {
       acc = mergeValid(acc, other, ov);
     }
     if (opts_.numWarps > 1) {
+      SmemTemps temps(smem_);
       SmallVector<Value> bases;
       for (Type t : ets)
-        bases.push_back(smemBase(smem_.allocate(opts_.numWarps * byteWidth(t)), loc));
-      Value validBase = valid ? smemBase(smem_.allocate(opts_.numWarps), loc) : Value();
+        bases.push_back(smemBase(temps.take(opts_.numWarps * byteWidth(t)), loc));
+      Value validBase = valid ? smemBase(temps.take(opts_.numWarps), loc) : Value();
       Value warp = arith::ShRUIOp::create(b_, loc, tid_, i32c(5, loc));
       Value lane0 = arith::CmpIOp::create(
           b_, loc, arith::CmpIPredicate::eq,
@@ -1458,9 +1468,23 @@ bool KernelLowering::lowerReduce(tile::ReduceOp op) {
   auto rt = cast<RankedTensorType>(op.getResult(0).getType());
   Layout lay = layoutOf(rt);
   int64_t A = st.getDimSize(axis);
-  for (Value s : srcs)
-    if (lookup(s).kind == Lowered::Dist)
-      toSmem(s, loc);
+  // Sources in registers go to temporary shared memory, which the next op
+  // may reuse once this one is done; virtual ones are computed where read.
+  SmemTemps temps(smem_);
+  SmallVector<Value> staged(n);
+  for (size_t i = 0; i < n; ++i)
+    if (lookup(srcs[i]).kind == Lowered::Dist) {
+      Type mt = memType(ets[i], b_.getContext());
+      staged[i] = smemBase(temps.take(st.getNumElements() * byteWidth(mt)), loc);
+      writeToSmem(srcs[i], staged[i], loc);
+    }
+  auto read = [&](size_t i, ArrayRef<Value> c) -> Value {
+    if (!staged[i])
+      return elem(srcs[i], c, loc);
+    Type mt = memType(ets[i], b_.getContext());
+    Value v = LLVM::LoadOp::create(b_, loc, mt, smemPtr(staged[i], flatIndex(c, st.getShape(), loc), mt, loc));
+    return mt != ets[i] ? Value(arith::TruncIOp::create(b_, loc, ets[i], v)) : v;
+  };
   SmallVector<SmallVector<Value>> results(n);
   for (int64_t s = 0; s < lay.slots(); ++s) {
     ArrayRef<Value> rc = coords(lay, s);
@@ -1471,16 +1495,16 @@ bool KernelLowering::lowerReduce(tile::ReduceOp op) {
     };
     SmallVector<Value> init;
     Value zero = entryConst(b_.getI32IntegerAttr(0));
-    for (Value v : srcs)
-      init.push_back(elem(v, inputCoords(zero), loc));
+    for (size_t i = 0; i < n; ++i)
+      init.push_back(read(i, inputCoords(zero)));
     auto forOp = scf::ForOp::create(b_, loc, i32c(1, loc), i32c(A, loc), i32c(1, loc), init);
     {
       OpBuilder::InsertionGuard g(b_);
       enterLoopBody(forOp);
       pushScope();
       SmallVector<Value> rhs;
-      for (Value v : srcs)
-        rhs.push_back(elem(v, inputCoords(forOp.getInductionVar()), loc));
+      for (size_t i = 0; i < n; ++i)
+        rhs.push_back(read(i, inputCoords(forOp.getInductionVar())));
       SmallVector<Value> lhs(forOp.getRegionIterArgs().begin(), forOp.getRegionIterArgs().end());
       scf::YieldOp::create(b_, loc, combine(op.getCombine(), lhs, rhs));
       popScope();
