@@ -288,7 +288,26 @@ AxisInfo divRemInfo(const Analysis &A, Operation *op) {
   bool positiveConst = matchPattern(op->getOperand(1), m_ConstantInt(&c)) &&
                        c.isStrictlyPositive() && c.getBitWidth() <= 64;
   int64_t cf = positiveConst ? pow2Factor(int64_t(c.getZExtValue())) : 1;
-  if (positiveConst &&
+  // A run-time divisor the same for every element (a splat of a scalar) whose
+  // known power-of-two factor is f (launch specialization: N % 16 == 0)
+  // splits runs the same way: its multiples are multiples of f, whatever its
+  // sign (C's x % n is x % |n| for x >= 0). Triton's tutorial matmul relies
+  // on this for (pid * BN + arange(0, BN)) % N.
+  bool uniformDivisor = false;
+  if (!positiveConst) {
+    AxisInfo b = A.get(op->getOperand(1));
+    auto shape = shapeOf(op->getOperand(1).getType());
+    uniformDivisor = b.rank() > 0;
+    for (int64_t d = 0; d < b.rank(); ++d)
+      uniformDivisor = uniformDivisor && d < int64_t(shape.size()) && b.constancy[d] >= shape[d];
+    if (uniformDivisor) {
+      cf = b.divisibility[0];
+      for (int64_t d = 1; d < b.rank(); ++d)
+        cf = std::min(cf, b.divisibility[d]);
+      uniformDivisor = cf > 1;
+    }
+  }
+  if ((positiveConst || uniformDivisor) &&
       (isa<arith::DivUIOp, arith::RemUIOp>(op) || nonNegative(op->getOperand(0)))) {
     for (int64_t d = 0; d < r.rank() && d < a.rank(); ++d) {
       int64_t g = std::min(a.contiguity[d], gcd2(a.divisibility[d], cf));
@@ -296,7 +315,7 @@ AxisInfo divRemInfo(const Analysis &A, Operation *op) {
         r.constancy[d] = std::max(a.constancy[d], g);
       } else {
         r.contiguity[d] = std::max<int64_t>(1, g);
-        r.divisibility[d] = g > 1 ? g : (c.isOne() ? kMax : 1);
+        r.divisibility[d] = g > 1 ? g : (positiveConst && c.isOne() ? kMax : 1);
         r.constancy[d] = a.constancy[d];
       }
     }

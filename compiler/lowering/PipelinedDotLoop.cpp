@@ -21,6 +21,7 @@
 // plus j steps (Lowered::Offset), so nothing but the accumulators is carried.
 // Loops of any other form return nullopt and are lowered generically.
 #include "DotLoopEmitter.h"
+#include "Passes.h"
 
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -28,6 +29,34 @@
 #include <cstdio>
 
 namespace tessera::lowering::detail {
+
+// Why the rows of `ld` are not contiguous, when the cause is a `%` or `/`
+// by a run-time value that broke a run of consecutive indices (the dividend
+// consecutive along the last axis, the result not): its location. Empty
+// when no such op feeds the pointer.
+static std::string brokenRunAt(analysis::AxisInfoAnalysis &axis, tile::LoadOp ld) {
+  SmallVector<Value> work{ld.getPtr()};
+  llvm::SmallPtrSet<Operation *, 32> seen;
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (auto arg = dyn_cast<BlockArgument>(v)) // a carried pointer: where it starts
+      if (auto f = dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp()))
+        if (arg.getArgNumber() >= 1 && arg.getArgNumber() - 1 < f.getInitArgs().size())
+          work.push_back(f.getInitArgs()[arg.getArgNumber() - 1]);
+    Operation *op = v.getDefiningOp();
+    if (!op || !seen.insert(op).second || !isa<RankedTensorType>(v.getType()))
+      continue;
+    if (isa<arith::RemSIOp, arith::RemUIOp, arith::DivSIOp, arith::DivUIOp>(op) &&
+        !matchPattern(op->getOperand(1), m_Constant())) {
+      analysis::AxisInfo in = axis.get(op->getOperand(0)), out = axis.get(v);
+      if (in.rank() > 0 && in.contiguity.back() > 1 && out.contiguity.back() <= 1)
+        return sourcePrefix(op->getLoc());
+    }
+    for (Value operand : op->getOperands())
+      work.push_back(operand);
+  }
+  return "";
+}
 
 bool DotLoopEmitter::applies() {
   auto no = [&](std::string why) {
@@ -42,10 +71,17 @@ bool DotLoopEmitter::applies() {
   // Both operands must be contiguous along their last dimension (rows of A
   // along K, rows of B along N): whole 16-byte chunks are copied.
   for (tile::LoadOp ld : {m_.loadA, m_.loadB})
-    if (!rowsContiguous(kl_.axis(), ld, eb))
-      return no(std::string("the rows of operand ") + (ld == m_.loadA ? "A" : "B") +
-                " are not provably contiguous (a unit inner stride: pass 1 at launch, which "
-                "specialization makes a constant, or --assume NAME=1)");
+    if (!rowsContiguous(kl_.axis(), ld, eb)) {
+      std::string what = std::string("the rows of operand ") + (ld == m_.loadA ? "A" : "B") +
+                         " are not provably contiguous";
+      if (std::string at = brokenRunAt(kl_.axis(), ld); !at.empty())
+        return no(what + ": a run-time '%' or '/' (" + at.substr(0, at.size() - 2) +
+                  ") breaks the runs of its column index; it keeps them when the dividend is "
+                  "provably non-negative and the divisor a multiple of 16 (specialized at "
+                  "launch), or when max_contiguous/multiple_of say so");
+      return no(what + " (a unit inner stride: pass 1 at launch, which specialization makes a "
+                       "constant, or --assume NAME=1)");
+    }
   for (auto [i, step] : m_.advancing) {
     if (persistent) // lowered later, per tile (checked in emitAdvances)
       break;

@@ -117,6 +117,68 @@ TEST_CASE("DivisibleBy16 marks the argument and proves row alignment", "[special
   CHECK(div.gpuIR.find("llvm.ptrtoint") == std::string::npos);
 }
 
+TEST_CASE("DivisibleBy16 on a modulus keeps (pid * B + arange) % N contiguous", "[specialization]") {
+  // A run of 256 consecutive offsets from a multiple of 256, modulo N: with
+  // N % 16 == 0 it wraps only at multiples of 16, so 16-element pieces stay
+  // consecutive and the load vectorizes; with N unknown it cannot.
+  const char *src = R"(
+@kernel
+def wrap(X: *f32, Y: *f32, N: i32):
+    offs = (program_id(0) * 256 + arange(0, 256)) % N
+    store(Y + program_id(0) * 256 + arange(0, 256), load(X + offs))
+
+@kernel
+def wrap_signed(X: *f32, Y: *f32, N: i32, base: i32):
+    offs = (base + arange(0, 256)) % N
+    store(Y + arange(0, 256), load(X + offs))
+)";
+  CompileResult plain = compileWith(src, "wrap", {}, true);
+  CompileResult div = compileWith(src, "wrap", {{"N", ArgFact::DivisibleBy16}}, true);
+  REQUIRE(plain.ok);
+  REQUIRE(div.ok);
+  CHECK(vectorGlobalLoads(plain.gpuIR) == 0);
+  CHECK(vectorGlobalLoads(div.gpuIR) > 0);
+  // A dividend that may be negative wraps elsewhere (C's remainder takes its
+  // sign): no vectors, even with both facts.
+  CompileResult neg = compileWith(src, "wrap_signed",
+                                  {{"N", ArgFact::DivisibleBy16}, {"base", ArgFact::DivisibleBy16}}, true);
+  REQUIRE(neg.ok);
+  CHECK(vectorGlobalLoads(neg.gpuIR) == 0);
+}
+
+TEST_CASE("A dot loop not pipelined because of a run-time '%' says so, with the line",
+          "[specialization][remarks]") {
+  // Triton's tutorial indexing: offs_bn is taken modulo N, and pid_n comes
+  // through a division by a run-time value, so its sign is not provable.
+  const char *src = R"(
+@kernel
+def mm(A: *f16, B: *f16, C: *f32, M: i32, N: i32, K: i32, g: i32):
+    pid_n = program_id(0) // g
+    offs_bn = (pid_n * 128 + arange(0, 128)) % N
+    offs_am = arange(0, 128)
+    rk = arange(0, 64)
+    a_ptrs = A + offs_am[:, None] * K + rk[None, :]
+    b_ptrs = B + rk[:, None] * N + offs_bn[None, :]
+    acc = zeros((128, 128), f32)
+    for k in range(0, K, 64):
+        acc = dot(load(a_ptrs), load(b_ptrs), acc)
+        a_ptrs += 64
+        b_ptrs += 64 * N
+    store(C + offs_am[:, None] * 128 + arange(0, 128)[None, :], acc)
+)";
+  CompileOptions o;
+  o.target = *Target::parse("sm_90a");
+  o.argFacts = {{"N", ArgFact::DivisibleBy16}, {"K", ArgFact::DivisibleBy16}};
+  CompileResult r = compileSource(src, "mm.tile", "mm", o, Stage::GpuIR);
+  INFO(r.diagnostics);
+  REQUIRE(r.ok);
+  REQUIRE(r.remarks.size() == 1);
+  INFO(r.remarks[0]);
+  CHECK(r.remarks[0].find("dot loop not pipelined: the rows of operand B are not provably "
+                          "contiguous: a run-time '%' or '/' (mm.tile:5:46) breaks the runs") !=
+        std::string::npos);
+}
+
 TEST_CASE("2-D tile: unit column stride and row stride % 16 give aligned vector loads",
           "[specialization]") {
   CompileResult plain = compileWith(kRows, "tile2d", {}, true);
