@@ -170,13 +170,8 @@ bool KernelLowering::lowerVectorRed(tile::AtomicRMWOp op) {
   text += "};";
   cons += ",~{memory}";
   for (int64_t k = 0; k < lay.slots() / lay.vec; ++k) {
-    SmallVector<Value> ptrs, vals, masks;
-    for (int64_t v = 0; v < lay.vec; ++v) {
-      int64_t s = k * lay.vec + v;
-      ptrs.push_back(atSlot(op.getPtr(), lay, s, loc));
-      vals.push_back(atSlot(op.getValue(), lay, s, loc));
-      masks.push_back(op.getMask() ? atSlot(op.getMask(), lay, s, loc) : Value());
-    }
+    // planVector's contiguity excludes replicated layouts: no primary mask.
+    auto [ptrs, vals, masks] = vectorLanes(op.getPtr(), op.getValue(), op.getMask(), lay, k, Value(), loc);
     auto vecRed = [&]() {
       SmallVector<Value> operands{ptrs[0]};
       operands.append(vals.begin(), vals.end());

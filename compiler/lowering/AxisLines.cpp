@@ -25,10 +25,8 @@ KernelLowering::AxisLines KernelLowering::axisLines(RankedTensorType t, int64_t 
 }
 
 void KernelLowering::addLineTile(AxisLines &l, SmemTemps &temps, Type et, SmallVector<Value> regs) {
-  Type mt = memType(et, b_.getContext());
-  int64_t bytes = l.lay.total * byteWidth(mt);
+  int64_t bytes = l.lay.total * byteWidth(memType(et, b_.getContext()));
   l.ets.push_back(et);
-  l.mts.push_back(mt);
   for (int k = 0; k < l.copies; ++k)
     l.buf[k].push_back(smemBase(temps.take(bytes), src_.getLoc()));
   l.current.push_back(std::move(regs));
@@ -36,22 +34,14 @@ void KernelLowering::addLineTile(AxisLines &l, SmemTemps &temps, Type et, SmallV
 
 void KernelLowering::publishLines(AxisLines &l, int k, Location loc) {
   for (size_t i = 0; i < l.current.size(); ++i)
-    for (int64_t s = 0; s < l.lay.slots(); ++s) {
-      Value v = l.current[i][s];
-      if (l.mts[i] != l.ets[i])
-        v = arith::ExtUIOp::create(b_, loc, l.mts[i], v);
-      LLVM::StoreOp::create(b_, loc, v, smemPtr(l.buf[k][i], l.flats[s], l.mts[i], loc));
-    }
+    for (int64_t s = 0; s < l.lay.slots(); ++s)
+      storeSmemElem(l.current[i][s], l.buf[k][i], l.flats[s], loc);
 }
 
 SmallVector<Value> KernelLowering::readLines(AxisLines &l, int k, Value flat, Location loc) {
   SmallVector<Value> out;
-  for (size_t i = 0; i < l.current.size(); ++i) {
-    Value v = LLVM::LoadOp::create(b_, loc, l.mts[i], smemPtr(l.buf[k][i], flat, l.mts[i], loc));
-    if (l.mts[i] != l.ets[i])
-      v = arith::TruncIOp::create(b_, loc, l.ets[i], v);
-    out.push_back(v);
-  }
+  for (size_t i = 0; i < l.current.size(); ++i)
+    out.push_back(loadSmemElem(l.buf[k][i], flat, l.ets[i], loc));
   return out;
 }
 

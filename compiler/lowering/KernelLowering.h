@@ -176,6 +176,18 @@ public:
   void writeToSmem(Value v, Value base, Location loc);
   Value smemBase(int64_t offsetBytes, Location loc);
   Value smemPtr(Value base, Value index, Type elemTy, Location loc);
+  /// Element `index` of a shared-memory array of `et` (i1 is kept as i8).
+  Value loadSmemElem(Value base, Value index, Type et, Location loc) {
+    Type mt = memType(et, b_.getContext());
+    Value v = LLVM::LoadOp::create(b_, loc, mt, smemPtr(base, index, mt, loc));
+    return mt != et ? Value(arith::TruncIOp::create(b_, loc, et, v)) : v;
+  }
+  void storeSmemElem(Value v, Value base, Value index, Location loc) {
+    Type mt = memType(v.getType(), b_.getContext());
+    if (mt != v.getType())
+      v = arith::ExtUIOp::create(b_, loc, mt, v);
+    LLVM::StoreOp::create(b_, loc, v, smemPtr(base, index, mt, loc));
+  }
   // Inline PTX with side effects, so that nothing moves across it; several
   // results come back as one literal struct.
   LLVM::InlineAsmOp sideEffectAsm(TypeRange results, ValueRange operands, StringRef text,
@@ -229,6 +241,26 @@ public:
       cond = cond ? Value(arith::AndIOp::create(b_, loc, cond, ok)) : ok;
     }
     return cond;
+  }
+  /// The pointers, values and masks of the k-th vector of `lay.vec` lanes of
+  /// a store or an atomic; `primary` (a replicated layout) masks off the
+  /// copies that must not write.
+  struct VectorLanes {
+    SmallVector<Value> ptrs, vals, masks;
+  };
+  VectorLanes vectorLanes(Value ptr, Value value, Value mask, const Layout &lay, int64_t k,
+                          Value primary, Location loc) {
+    VectorLanes l;
+    for (int64_t v = 0; v < lay.vec; ++v) {
+      int64_t s = k * lay.vec + v;
+      l.ptrs.push_back(atSlot(ptr, lay, s, loc));
+      l.vals.push_back(atSlot(value, lay, s, loc));
+      Value m = mask ? atSlot(mask, lay, s, loc) : Value();
+      if (primary)
+        m = m ? Value(arith::AndIOp::create(b_, loc, m, primary)) : primary;
+      l.masks.push_back(m);
+    }
+    return l;
   }
   /// One vector access `vector()` when every lane's mask is on and the
   /// address aligned (unless proven), else `lane(v)` for each of `lanes`
@@ -385,7 +417,7 @@ private:
     int64_t length = 1, stride = 1; // along the axis; between neighbours, row-major
     int copies = 2;                 // shared copies per tile (a sort's steps need one)
     SmallVector<Value> flats, along; // per slot: row-major index, coordinate on the axis
-    SmallVector<Type> ets, mts;
+    SmallVector<Type> ets;
     SmallVector<Value> buf[2];
     SmallVector<SmallVector<Value>> current; // per tile, per slot: the thread's values
   };

@@ -251,19 +251,11 @@ Value KernelLowering::toSmem(Value v, Location loc) {
 // v's elements, row-major at `base`, between two barriers (the first: earlier
 // readers of the buffer, a previous loop iteration or op, are done).
 void KernelLowering::writeToSmem(Value v, Value base, Location loc) {
-  auto t = cast<RankedTensorType>(v.getType());
-  Type et = convertElem(t.getElementType());
-  Type mt = memType(et, b_.getContext());
   Layout l = layoutOfValue(v);
   SmallVector<Value> regs = materializeIn(v, l, loc);
   barrier(loc);
-  for (int64_t s = 0; s < l.slots(); ++s) {
-    Value idx = flatIndex(coords(l, s), l.shape, loc);
-    Value val = regs[s];
-    if (mt != et)
-      val = arith::ExtUIOp::create(b_, loc, mt, val);
-    LLVM::StoreOp::create(b_, loc, val, smemPtr(base, idx, mt, loc));
-  }
+  for (int64_t s = 0; s < l.slots(); ++s)
+    storeSmemElem(regs[s], base, flatIndex(coords(l, s), l.shape, loc), loc);
   barrier(loc);
 }
 
@@ -330,11 +322,7 @@ Value KernelLowering::elem(Value v, ArrayRef<Value> c, Location loc) {
   } else if (lv.kind == Lowered::Dist) {
     // Registers read at arbitrary coordinates: through shared memory.
     Value base = toSmem(v, loc);
-    Type et = convertElem(lv.type.getElementType());
-    Type mt = memType(et, b_.getContext());
-    r = LLVM::LoadOp::create(b_, loc, mt, smemPtr(base, flatIndex(c, shape, loc), mt, loc));
-    if (mt != et)
-      r = arith::TruncIOp::create(b_, loc, et, r);
+    r = loadSmemElem(base, flatIndex(c, shape, loc), convertElem(lv.type.getElementType()), loc);
   } else {
     Operation *op = v.getDefiningOp();
     if (auto cst = dyn_cast<arith::ConstantOp>(op)) {
@@ -943,16 +931,7 @@ bool KernelLowering::lowerStore(tile::StoreOp op) {
   bool vectorize = plan.contiguous;
   Value primary = lay.replicated ? isPrimary(lay, loc) : Value();
   for (int64_t k = 0; k < lay.slots() / lay.vec; ++k) {
-    SmallVector<Value> ptrs, vals, masks;
-    for (int64_t v = 0; v < lay.vec; ++v) {
-      int64_t s = k * lay.vec + v;
-      ptrs.push_back(atSlot(op.getPtr(), lay, s, loc));
-      vals.push_back(atSlot(op.getValue(), lay, s, loc));
-      Value m = op.getMask() ? atSlot(op.getMask(), lay, s, loc) : Value();
-      if (primary)
-        m = m ? Value(arith::AndIOp::create(b_, loc, m, primary)) : primary;
-      masks.push_back(m);
-    }
+    auto [ptrs, vals, masks] = vectorLanes(op.getPtr(), op.getValue(), op.getMask(), lay, k, primary, loc);
     if (!vectorize) {
       for (int64_t v = 0; v < lay.vec; ++v)
         maskedStore(vals[v], ptrs[v], masks[v], loc);
@@ -1479,11 +1458,8 @@ bool KernelLowering::lowerReduce(tile::ReduceOp op) {
       writeToSmem(srcs[i], staged[i], loc);
     }
   auto read = [&](size_t i, ArrayRef<Value> c) -> Value {
-    if (!staged[i])
-      return elem(srcs[i], c, loc);
-    Type mt = memType(ets[i], b_.getContext());
-    Value v = LLVM::LoadOp::create(b_, loc, mt, smemPtr(staged[i], flatIndex(c, st.getShape(), loc), mt, loc));
-    return mt != ets[i] ? Value(arith::TruncIOp::create(b_, loc, ets[i], v)) : v;
+    return staged[i] ? loadSmemElem(staged[i], flatIndex(c, st.getShape(), loc), ets[i], loc)
+                     : elem(srcs[i], c, loc);
   };
   SmallVector<SmallVector<Value>> results(n);
   for (int64_t s = 0; s < lay.slots(); ++s) {

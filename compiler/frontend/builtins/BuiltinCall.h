@@ -77,7 +77,7 @@ public:
   SemValue onSort(); // sort, argsort
   SemValue onTopk();
   std::optional<std::pair<SemValue, SemValue>> sortOf(const SemValue &x, const Arg &dim,
-                                                      bool descending);
+                                                      bool descending, int64_t &axis);
   // Scan.cpp
   SemValue onCumulative(); // cumsum, cumprod
   SemValue onAssociativeScan();

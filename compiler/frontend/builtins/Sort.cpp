@@ -9,15 +9,15 @@ using namespace mlir;
 
 namespace tessera::fe::builtins {
 
-// The tile.sort of `x` along `dim` (None: the last axis), or nothing after a
-// diagnostic.
+// The tile.sort of `x` along `dim` (None: the last axis), and that axis, or
+// nothing after a diagnostic.
 std::optional<std::pair<SemValue, SemValue>> BuiltinCall::sortOf(const SemValue &x, const Arg &dim,
-                                                                 bool descending) {
+                                                                 bool descending, int64_t &axis) {
   if (x.type.elem.isPointer() || x.type.elem.scalar == ScalarType::i1) {
     fail(a[0].loc, name + "() sorts numbers, got " + x.type.str());
     return std::nullopt;
   }
-  int64_t axis = int64_t(x.type.shape.size()) - 1;
+  axis = int64_t(x.type.shape.size()) - 1;
   if (!isNone(dim)) {
     auto ax = axisArg(dim, x.type.shape.size());
     if (!ax)
@@ -41,7 +41,8 @@ SemValue BuiltinCall::onSort() {
       return fail(a[2].loc, name + "() descending must be True or False");
     descending = a[2].value.b;
   }
-  auto sorted = sortOf(a[0].value, a[1], descending);
+  int64_t axis;
+  auto sorted = sortOf(a[0].value, a[1], descending, axis);
   if (!sorted)
     return SemValue::invalid();
   return name == "argsort" ? sorted->second : sorted->first;
@@ -55,13 +56,11 @@ SemValue BuiltinCall::onTopk() {
   auto k = intArg(a[1], fn, "k");
   if (!k)
     return SemValue::invalid();
-  auto sorted = sortOf(a[0].value, a[2], true);
+  int64_t axis;
+  auto sorted = sortOf(a[0].value, a[2], true, axis);
   if (!sorted)
     return SemValue::invalid();
   const SemValue &x = a[0].value;
-  int64_t axis = int64_t(x.type.shape.size()) - 1;
-  if (!isNone(a[2]))
-    axis = *axisArg(a[2], x.type.shape.size());
   int64_t n = x.type.shape[size_t(axis)];
   if (*k < 1 || *k > n || (*k & (*k - 1)))
     return fail(a[1].loc, "topk() k must be a power of two from 1 to " + std::to_string(n) +
