@@ -79,6 +79,33 @@ std::optional<int64_t> BuiltinCall::axisArg(const Arg &x, size_t rank) {
   return v;
 }
 
+std::optional<bool> BuiltinCall::flagArg(const Arg &x, const char *param, bool dflt) {
+  if (isNone(x))
+    return dflt;
+  if (x.value.kind != SemValue::Bool) {
+    fail(x.loc, name + "() " + param + " must be True or False");
+    return std::nullopt;
+  }
+  return x.value.b;
+}
+
+std::optional<std::vector<SemValue>> BuiltinCall::tilesOfOneShape(const Arg &x) {
+  std::vector<SemValue> ins = x.value.kind == SemValue::Tuple ? x.value.elems
+                                                               : std::vector<SemValue>{x.value};
+  for (const SemValue &v : ins)
+    if (!v.isTile() || v.type.elem.isPointer()) {
+      fail(x.loc, name + "() needs tiles of numbers, got " + v.describe());
+      return std::nullopt;
+    }
+  for (const SemValue &v : ins)
+    if (v.type.shape != ins[0].type.shape) {
+      fail(x.loc, name + "() needs tiles of one shape, got " + ins[0].type.str() + " and " +
+                      v.type.str());
+      return std::nullopt;
+    }
+  return ins;
+}
+
 bool BuiltinCall::pointerArg(const Arg &x) {
   if (x.value.isRuntime() && x.value.type.elem.isPointer())
     return true;

@@ -144,6 +144,10 @@ private:
   bool requireRuntime(const Arg &x, const char *what);
   bool requireTile(const Arg &x);
   std::optional<int64_t> axisArg(const Arg &x, size_t rank);
+  /// A True/False argument; `dflt` when absent or None.
+  std::optional<bool> flagArg(const Arg &x, const char *param, bool dflt);
+  /// A tile of numbers, or a tuple of them of one shape (reduce, scan inputs).
+  std::optional<std::vector<SemValue>> tilesOfOneShape(const Arg &x);
   bool pointerArg(const Arg &x);
   bool maskArg(const Arg &x, SemValue &out);
   bool broadcastAll(std::vector<SemValue *> vals);

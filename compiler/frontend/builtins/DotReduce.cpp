@@ -338,21 +338,14 @@ SemValue BuiltinCall::onCustomReduce() {
     return SemValue::invalid();
   if (a[2].value.kind != SemValue::Func)
     return fail(a[2].loc, "reduce() combine_fn must be a @func, got " + a[2].value.describe());
-  bool keep = false;
-  if (!isNone(a[3])) {
-    if (a[3].value.kind != SemValue::Bool)
-      return fail(a[3].loc, "reduce() keep_dims must be True or False");
-    keep = a[3].value.b;
-  }
-  std::vector<SemValue> ins = a[0].value.kind == SemValue::Tuple ? a[0].value.elems
-                                                                  : std::vector<SemValue>{a[0].value};
-  for (const SemValue &v : ins)
-    if (!v.isTile() || v.type.elem.isPointer())
-      return fail(a[0].loc, "reduce() needs tiles of numbers, got " + v.describe());
-  for (const SemValue &v : ins)
-    if (v.type.shape != ins[0].type.shape)
-      return fail(a[0].loc, "reduce() needs tiles of one shape, got " + ins[0].type.str() +
-                                " and " + v.type.str());
+  std::optional<bool> keepArg = flagArg(a[3], "keep_dims", false);
+  if (!keepArg)
+    return SemValue::invalid();
+  bool keep = *keepArg;
+  std::optional<std::vector<SemValue>> tiles = tilesOfOneShape(a[0]);
+  if (!tiles)
+    return SemValue::invalid();
+  std::vector<SemValue> ins = std::move(*tiles);
   std::vector<int64_t> origShape = ins[0].type.shape;
   bool all = isNone(a[1]);
   int64_t axis = 0;

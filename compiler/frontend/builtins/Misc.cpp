@@ -205,12 +205,9 @@ SemValue BuiltinCall::onInlineAsm() {
   auto dt = g.dtypeArg(a[3], fn);
   if (!dt)
     return SemValue::invalid();
-  bool pure = true;
-  if (!isNone(a[4])) {
-    if (a[4].value.kind != SemValue::Bool)
-      return fail(a[4].loc, "inline_asm_elementwise() is_pure must be True or False");
-    pure = a[4].value.b;
-  }
+  std::optional<bool> pure = flagArg(a[4], "is_pure", true);
+  if (!pure)
+    return SemValue::invalid();
   if (!isNone(a[5])) {
     auto pack = intArg(a[5], fn, "pack");
     if (!pack)
@@ -245,7 +242,7 @@ SemValue BuiltinCall::onInlineAsm() {
     operands.push_back(v.value);
   }
   TileType rt{*dt, shape};
-  auto op = tile::InlineAsmOp::create(b_, ml, toMlir(rt), operands, a[0].value.s, a[1].value.s, pure);
+  auto op = tile::InlineAsmOp::create(b_, ml, toMlir(rt), operands, a[0].value.s, a[1].value.s, *pure);
   return SemValue::ofRuntime(op.getResult(), rt);
 }
 

@@ -46,12 +46,9 @@ SemValue BuiltinCall::onCumulative() {
       return SemValue::invalid();
     axis = *ax;
   }
-  bool reverse = false;
-  if (!isNone(a[2])) {
-    if (a[2].value.kind != SemValue::Bool)
-      return fail(a[2].loc, name + "() reverse must be True or False");
-    reverse = a[2].value.b;
-  }
+  std::optional<bool> reverse = flagArg(a[2], "reverse", false);
+  if (!reverse)
+    return SemValue::invalid();
   DType acc = x.type.elem;
   if (!isNone(a[3])) {
     auto d = g.dtypeArg(a[3], fn);
@@ -66,7 +63,7 @@ SemValue BuiltinCall::onCumulative() {
     return x;
   bool fp = isFloat(acc.scalar), product = name == "cumprod";
   Type et = toMlir(acc);
-  return scanOf({x}, axis, reverse, [&](mlir::Region &region) {
+  return scanOf({x}, axis, *reverse, [&](mlir::Region &region) {
     mlir::Block *body = new mlir::Block();
     region.push_back(body);
     Value l = body->addArgument(et, ml), r = body->addArgument(et, ml);
@@ -91,26 +88,15 @@ SemValue BuiltinCall::onAssociativeScan() {
   if (a[2].value.kind != SemValue::Func)
     return fail(a[2].loc, "associative_scan() combine_fn must be a @func, got " +
                               a[2].value.describe());
-  std::vector<SemValue> ins = a[0].value.kind == SemValue::Tuple ? a[0].value.elems
-                                                                  : std::vector<SemValue>{a[0].value};
-  for (const SemValue &v : ins)
-    if (!v.isTile() || v.type.elem.isPointer())
-      return fail(a[0].loc, "associative_scan() needs tiles of numbers, got " + v.describe());
-  for (const SemValue &v : ins)
-    if (v.type.shape != ins[0].type.shape)
-      return fail(a[0].loc, "associative_scan() needs tiles of one shape, got " +
-                                ins[0].type.str() + " and " + v.type.str());
-  auto ax = axisArg(a[1], ins[0].type.shape.size());
-  if (!ax)
+  std::optional<std::vector<SemValue>> ins = tilesOfOneShape(a[0]);
+  if (!ins)
     return SemValue::invalid();
-  bool reverse = false;
-  if (!isNone(a[3])) {
-    if (a[3].value.kind != SemValue::Bool)
-      return fail(a[3].loc, "associative_scan() reverse must be True or False");
-    reverse = a[3].value.b;
-  }
-  return scanOf(ins, *ax, reverse,
-                [&](mlir::Region &region) { return userCombine(region, ins, a[2]); });
+  auto ax = axisArg(a[1], (*ins)[0].type.shape.size());
+  std::optional<bool> reverse = ax ? flagArg(a[3], "reverse", false) : std::nullopt;
+  if (!reverse)
+    return SemValue::invalid();
+  return scanOf(*ins, *ax, *reverse,
+                [&](mlir::Region &region) { return userCombine(region, *ins, a[2]); });
 }
 
 } // namespace tessera::fe::builtins

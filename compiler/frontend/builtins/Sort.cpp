@@ -35,14 +35,11 @@ std::optional<std::pair<SemValue, SemValue>> BuiltinCall::sortOf(const SemValue 
 SemValue BuiltinCall::onSort() {
   if (!bind({{"x", "dim", "descending"}, 1}) || !requireTile(a[0]))
     return SemValue::invalid();
-  bool descending = false;
-  if (!isNone(a[2])) {
-    if (a[2].value.kind != SemValue::Bool)
-      return fail(a[2].loc, name + "() descending must be True or False");
-    descending = a[2].value.b;
-  }
+  std::optional<bool> descending = flagArg(a[2], "descending", false);
+  if (!descending)
+    return SemValue::invalid();
   int64_t axis;
-  auto sorted = sortOf(a[0].value, a[1], descending, axis);
+  auto sorted = sortOf(a[0].value, a[1], *descending, axis);
   if (!sorted)
     return SemValue::invalid();
   return name == "argsort" ? sorted->second : sorted->first;
