@@ -3,6 +3,7 @@
 // each against a double-precision CPU reference on fresh random inputs.
 //
 //   example_tutorials [NAME...]     vector_add fused_softmax matmul dropout layer_norm
+//                                   fused_attention fused_attention_causal
 //
 // On a GPU the tutorials' own sizes and configurations; in the CPU
 // interpreter (no GPU, or TESSERA_INTERPRET=1) smaller sizes. Exits 1 when a
@@ -256,17 +257,114 @@ bool layerNorm(Context &ctx, std::mt19937 &rng) {
   return rep.ok;
 }
 
+
+// Tutorial 06: attention forward (O and the base-2 row LSE M) and backward
+// (dQ, dK, dV) on [Z, H, N, D] f16 tensors, against double-precision
+// attention computed from the same f16 inputs.
+bool fusedAttention(Context &ctx, std::mt19937 &rng, bool causal) {
+  Report rep;
+  const int32_t Z = 1, H = 2, D = 64, N = ctx.isInterpreter() ? 256 : 1024;
+  const float smScale = 0.5f;
+  const size_t n = size_t(Z) * H * N * D;
+  auto q = toHalf(uniform(rng, n)), k = toHalf(uniform(rng, n)), v = toHalf(uniform(rng, n));
+  auto dout = toHalf(uniform(rng, n));
+  const std::string file = tutorial("06_fused_attention.tile");
+  Kernel fwd = compile(ctx, file, "attn_fwd", {{"STAGE", int64_t(causal ? 3 : 1)}});
+  Kernel pre = compile(ctx, file, "attn_bwd_preprocess");
+  Kernel bwd = compile(ctx, file, "attn_bwd", {{"CAUSAL", causal}});
+  auto dq_ = ctx.upload(q), dk_ = ctx.upload(k), dv_ = ctx.upload(v), ddo = ctx.upload(dout);
+  auto o = ctx.alloc<f16>(n), gq = ctx.alloc<f16>(n), gk = ctx.alloc<f16>(n), gv = ctx.alloc<f16>(n);
+  auto m = ctx.alloc<float>(size_t(Z) * H * N), delta = ctx.alloc<float>(size_t(Z) * H * N);
+  const int32_t sz = H * N * D, sh = N * D, sn = D;
+  fwd.launch(ctx.stream(), Grid{unsigned(N / 128), unsigned(Z * H)}, dq_, dk_, dv_, smScale, m, o,
+             sz, sh, sn, 1, sz, sh, sn, 1, sz, sh, sn, 1, sz, sh, sn, 1, Z, H, N);
+  // The backward pass takes K scaled by sm_scale / ln(2), as the tutorial's host code does.
+  std::vector<f16> kScaled(n);
+  for (size_t i = 0; i < n; ++i)
+    kScaled[i] = f16(k[i].toFloat() * (smScale * 1.4426950408889634f));
+  auto dks = ctx.upload(kScaled);
+  pre.launch(ctx.stream(), Grid{unsigned(N / 128), unsigned(Z * H)}, o, ddo, delta, Z, H, N);
+  bwd.launch(ctx.stream(), Grid{unsigned(N / 128), 1, unsigned(Z * H)}, dq_, dks, dv_, smScale,
+             ddo, gq, gk, gv, m, delta, sz, sh, sn, 1, H, N);
+
+  std::vector<double> wo(n), wm(size_t(Z) * H * N), wdq(n, 0.0), wdk(n, 0.0), wdv(n, 0.0);
+  std::vector<double> p(size_t(N) * N), dp(size_t(N) * N);
+  auto at = [&](const std::vector<f16> &t, size_t base, int32_t row, int32_t col) {
+    return double(t[base + size_t(row) * D + col].toFloat());
+  };
+  for (int32_t bh = 0; bh < Z * H; ++bh) {
+    size_t base = size_t(bh) * N * D;
+    for (int32_t i = 0; i < N; ++i) {
+      int32_t last = causal ? i : N - 1;
+      double mx = -1e300;
+      for (int32_t j = 0; j <= last; ++j) {
+        double s = 0;
+        for (int32_t c = 0; c < D; ++c)
+          s += at(q, base, i, c) * at(k, base, j, c);
+        p[size_t(i) * N + j] = s * smScale;
+        mx = std::max(mx, s * smScale);
+      }
+      double sum = 0;
+      for (int32_t j = 0; j <= last; ++j)
+        sum += std::exp(p[size_t(i) * N + j] - mx);
+      for (int32_t j = 0; j < N; ++j)
+        p[size_t(i) * N + j] = j <= last ? std::exp(p[size_t(i) * N + j] - mx) / sum : 0.0;
+      wm[size_t(bh) * N + i] = (mx + std::log(sum)) / std::log(2.0);
+      for (int32_t c = 0; c < D; ++c) {
+        double acc = 0;
+        for (int32_t j = 0; j <= last; ++j)
+          acc += p[size_t(i) * N + j] * at(v, base, j, c);
+        wo[base + size_t(i) * D + c] = acc;
+      }
+    }
+    // dP = dO V^T, dS = P * (dP - rowsum(dO * O)), dQ = dS K, dK = dS^T Q, dV = P^T dO.
+    for (int32_t i = 0; i < N; ++i) {
+      double di = 0;
+      for (int32_t c = 0; c < D; ++c)
+        di += at(dout, base, i, c) * wo[base + size_t(i) * D + c];
+      for (int32_t j = 0; j < N; ++j) {
+        double s = 0;
+        for (int32_t c = 0; c < D; ++c)
+          s += at(dout, base, i, c) * at(v, base, j, c);
+        dp[size_t(i) * N + j] = p[size_t(i) * N + j] * (s - di);
+      }
+    }
+    for (int32_t i = 0; i < N; ++i)
+      for (int32_t j = 0; j < N; ++j) {
+        double pij = p[size_t(i) * N + j], ds = dp[size_t(i) * N + j];
+        if (pij == 0 && ds == 0)
+          continue;
+        for (int32_t c = 0; c < D; ++c) {
+          wdq[base + size_t(i) * D + c] += ds * at(k, base, j, c) * smScale;
+          wdk[base + size_t(j) * D + c] += ds * at(q, base, i, c) * smScale;
+          wdv[base + size_t(j) * D + c] += pij * at(dout, base, i, c);
+        }
+      }
+  }
+  std::string shape = std::string(causal ? "causal " : "") + std::to_string(Z * H) + "x" +
+                      std::to_string(N) + "x" + std::to_string(D);
+  rep.check("forward O " + shape, relErr(widen(o.toHost()), wo), 5e-3);
+  rep.check("forward M (log2 of row sums)", relErr(widen(m.toHost()), wm), 1e-5);
+  rep.check("backward dQ", relErr(widen(gq.toHost()), wdq), 1e-2);
+  rep.check("backward dK", relErr(widen(gk.toHost()), wdk), 1e-2);
+  rep.check("backward dV", relErr(widen(gv.toHost()), wdv), 1e-2);
+  return rep.ok;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   std::map<std::string, std::function<bool(Context &, std::mt19937 &)>> all = {
       {"vector_add", vectorAdd}, {"fused_softmax", fusedSoftmax}, {"matmul", matmul},
-      {"dropout", dropout},      {"layer_norm", layerNorm}};
+      {"dropout", dropout},      {"layer_norm", layerNorm},
+      {"fused_attention", [](Context &c, std::mt19937 &r) { return fusedAttention(c, r, false); }},
+      {"fused_attention_causal", [](Context &c, std::mt19937 &r) { return fusedAttention(c, r, true); }}};
   std::vector<std::string> names;
   for (int i = 1; i < argc; ++i)
     names.push_back(argv[i]);
   if (names.empty())
-    names = {"vector_add", "fused_softmax", "matmul", "dropout", "layer_norm"};
+    names = {"vector_add", "fused_softmax", "matmul", "dropout", "layer_norm", "fused_attention",
+             "fused_attention_causal"};
   try {
     std::string why;
     Context ctx = Context::gpuOrInterpreter(&why);

@@ -444,8 +444,14 @@ private:
   SmallVector<Type> flatTypes(Type t);
   void bindFlat(Value v, ValueRange flat, size_t &pos, const Layout *l = nullptr);
 
-  void pushScope() { vals_.pushScope(); }
-  void popScope() { vals_.popScope(); }
+  // A scope of the lowering (a region): the memo of lowered values, and the
+  // shared-memory copies that toSmem made in it, released when it ends (the
+  // memo that could find them ends with it).
+  void pushScope() {
+    vals_.pushScope();
+    scopeCopies_.emplace_back();
+  }
+  void popScope();
 
   ModuleOp module_;
   func::FuncOp src_, dst_;
@@ -473,6 +479,8 @@ private:
   int printCount_ = 0;
   LoweredValues vals_;
   DenseMap<Value, int64_t> smemOffsets_;
+  // Per open scope: the values toSmem copied there, each with its bytes.
+  SmallVector<SmallVector<std::pair<Value, int64_t>>> scopeCopies_;
   // Results of last-axis reductions: the layout of the reduced tile, in whose
   // slots the row values are also remembered (RowReduce.cpp).
   DenseMap<Value, Layout> sliceParent_;

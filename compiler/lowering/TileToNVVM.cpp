@@ -240,12 +240,25 @@ Value KernelLowering::toSmem(Value v, Location loc) {
   if (off == smemOffsets_.end()) {
     int64_t bytes = t.getNumElements() * byteWidth(mt);
     int64_t at = smem_.takeScratch(bytes, 16);
-    off = smemOffsets_.insert({v, at >= 0 ? at : smem_.allocate(bytes)}).first;
+    if (at < 0) {
+      // Reuses what an ended scope gave back; writeToSmem starts at a barrier.
+      at = smem_.allocateTemp(bytes);
+      scopeCopies_.back().push_back({v, bytes});
+    }
+    off = smemOffsets_.insert({v, at}).first;
   }
   Value base = smemBase(off->second, loc);
   writeToSmem(v, base, loc);
   vals_.remember(key, base);
   return base;
+}
+
+void KernelLowering::popScope() {
+  vals_.popScope();
+  for (auto [v, bytes] : scopeCopies_.pop_back_val()) {
+    smem_.releaseTemp(smemOffsets_.lookup(v), bytes);
+    smemOffsets_.erase(v);
+  }
 }
 
 // v's elements, row-major at `base`, between two barriers (the first: earlier
