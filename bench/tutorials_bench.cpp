@@ -6,7 +6,8 @@
 //     and backward at 4096 x 8192 f16, at the tutorial's configuration, the
 //     backward including the zeroing of its locks and partial sums;
 //   the low-memory dropout tutorial on 2^26 f32, and a device-to-device copy
-//     of the same bytes.
+//     of the same bytes;
+//   the fused attention tutorial (06), forward and backward, causal and not.
 // Prints one JSON line. Argument: num_warps for the row operations.
 #include "BenchTiming.h"
 
@@ -139,6 +140,42 @@ int main(int argc, char **argv) {
     auto runCopy = [&] { d_out.memory().copyFrom(d_in.memory(), d_in.bytes(), 0, 0, ctx.stream()); };
     std::printf(", \"dropout_ms\": %.6f, \"copy_ms\": %.6f", bench::medianMs(ctx, runDrop, 20, 7),
                 bench::medianMs(ctx, runCopy, 20, 7));
+  }
+  // Fused attention (the tutorial port), 4 x 32 heads, head dim 64, f16, at
+  // the tutorial's blocks: forward, and backward (preprocessing + dK/dV/dQ),
+  // causal and not, at N = 1024 and 4096. Once per run (with 4 warps).
+  if (warps == 4) {
+    const std::string file = std::string(TESSERA_SOURCE_DIR) + "/examples/tutorials/06_fused_attention.tile";
+    const int32_t Z = 4, H = 32, D = 64;
+    for (int32_t N : {1024, 4096}) {
+      const size_t n = size_t(Z) * H * N * D;
+      std::vector<f16> h(n);
+      for (auto &v : h)
+        v = f16(u(rng));
+      auto q = ctx.upload(h), k = ctx.upload(h), v = ctx.upload(h), dout = ctx.upload(h);
+      auto o = ctx.alloc<f16>(n), dq = ctx.alloc<f16>(n), dk = ctx.alloc<f16>(n), dv = ctx.alloc<f16>(n);
+      auto m = ctx.alloc<float>(size_t(Z) * H * N), delta = ctx.alloc<float>(size_t(Z) * H * N);
+      const int32_t sz = H * N * D, sh = N * D, sn = D;
+      for (bool causal : {false, true}) {
+        Kernel fwd = compile(ctx, file, "attn_fwd", {{"STAGE", int64_t(causal ? 3 : 1)}});
+        Kernel pre = compile(ctx, file, "attn_bwd_preprocess");
+        Kernel bwd = compile(ctx, file, "attn_bwd", {{"CAUSAL", causal}});
+        auto runFwd = [&] {
+          fwd.launch(ctx.stream(), Grid{unsigned(N / 128), unsigned(Z * H)}, q, k, v, 0.5f, m, o,
+                     sz, sh, sn, 1, sz, sh, sn, 1, sz, sh, sn, 1, sz, sh, sn, 1, Z, H, N);
+        };
+        auto runBwd = [&] {
+          pre.launch(ctx.stream(), Grid{unsigned(N / 128), unsigned(Z * H)}, o, dout, delta, Z, H, N);
+          bwd.launch(ctx.stream(), Grid{unsigned(N / 128), 1, unsigned(Z * H)}, q, k, v, 0.5f, dout,
+                     dq, dk, dv, m, delta, sz, sh, sn, 1, H, N);
+        };
+        runFwd();
+        runBwd();
+        std::string key = "attn_" + std::to_string(N) + (causal ? "_causal" : "");
+        std::printf(", \"%s_fwd_ms\": %.6f", key.c_str(), bench::medianMs(ctx, runFwd, 10, 5));
+        std::printf(", \"%s_bwd_ms\": %.6f", key.c_str(), bench::medianMs(ctx, runBwd, 5, 5));
+      }
+    }
   }
   std::printf("}\n");
   return 0;

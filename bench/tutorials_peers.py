@@ -40,7 +40,34 @@ def torch_ms():
     with torch.no_grad():
         out["layer_norm_fwd"] = median_ms(lambda: fn(lx, (C,), w, b, 1e-5))
     out["layer_norm_fwd_bwd"] = median_ms(fwd_bwd)
+    # Attention: torch's scaled_dot_product_attention on its flash backend,
+    # the tutorial's shape (4 x 32 heads, head dim 64, f16).
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    for n in ATTN_N:
+        q, k, v = (torch.randn(4, 32, n, 64, device="cuda", dtype=torch.float16).requires_grad_()
+                   for _ in range(3))
+        do = torch.randn_like(q)
+        for causal in (False, True):
+            key = f"attn_{n}" + ("_causal" if causal else "")
+            with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                f = lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=0.5)
+                with torch.no_grad():
+                    out[key + "_fwd"] = median_ms(f)
+
+                def fb():
+                    q.grad = k.grad = v.grad = None
+                    f().backward(do)
+                out[key + "_fwd_bwd"] = median_ms(fb)
     return out
+
+
+ATTN_N = (1024, 4096)
+
+
+def attn_flops(n, causal, passes):
+    # 2 matmuls forward (4 N^2 D flops a head), 5 backward (2.5x); half when causal.
+    f = 4.0 * 4 * 32 * n * n * 64 * passes
+    return f / 2 if causal else f
 
 
 def main():
@@ -84,12 +111,25 @@ def main():
                  "of_copy": frac})
     targets.append({"name": "low-memory dropout tutorial (rand), 2^26 f32, fraction of device-to-device copy bandwidth",
                     "measured": round(frac, 4), "target": 0.85, "better": "higher", "met": frac >= 0.85})
+    a = ours[4]
+    for n in ATTN_N:
+        for causal in (False, True):
+            key = f"attn_{n}" + ("_causal" if causal else "")
+            fwd, fb = a[key + "_fwd_ms"], a[key + "_fwd_ms"] + a[key + "_bwd_ms"]
+            rows.append({"op": "fused_attention", "shape": [4, 32, n, 64], "dtype": "f16", "causal": causal,
+                         "tessera_fwd_ms": fwd, "tessera_fwd_bwd_ms": fb,
+                         "tessera_fwd_tflops": attn_flops(n, causal, 1.0) / fwd / 1e9,
+                         "tessera_fwd_bwd_tflops": attn_flops(n, causal, 3.5) / fb / 1e9,
+                         "sdpa_flash_fwd_ms": peers[key + "_fwd"], "sdpa_flash_fwd_bwd_ms": peers[key + "_fwd_bwd"],
+                         "fwd_vs_sdpa_flash": peers[key + "_fwd"] / fwd,
+                         "fwd_bwd_vs_sdpa_flash": peers[key + "_fwd_bwd"] / fb})
     note = ("Issue 15. bench/tutorials_bench.cpp: row operations one program per row (cumsum Hillis-Steele, "
             "sort and topk a bitonic network), the better of 4 and 8 warps, checked against the CPU on 64 rows; "
             "the layer norm and dropout tutorial ports of examples/tutorials at the tutorial's configurations "
             "(layer norm backward includes zeroing its locks and partials, as the tutorial does). "
             "torch before and after, the faster kept; medians of 7 x 20 launches, L2 not flushed. "
-            "Not measured yet: the other tutorial rows of issue 15 (attention).")
+            "The fused attention tutorial port (06) at 4 x 32 heads x N x 64 f16 against torch SDPA's flash "
+            "backend: figures only (issue 15 asks for its correctness; its speed targets are issue 16's).")
     write_results(args.out, "tutorials", args.commit, note, rows, targets)
 
 

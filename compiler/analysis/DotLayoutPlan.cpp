@@ -15,6 +15,49 @@
 namespace tessera::analysis {
 using namespace mlir;
 
+// Whether the dot's product reaches, through elementwise ops and layout
+// conversions, a reduction along its rows or another dot, or its A operand
+// is such a product: attention's softmax(Q K^T) V. Those dots take the
+// wgmma accumulator layout even when not pipelined: warps split only rows,
+// so a row's reduction stays within a quad of lanes, row vectors broadcast
+// back from registers, and P is the next dot's A operand in registers.
+static bool feedsRowsOrDot(tile::DotOp dot) {
+  SmallVector<std::pair<Value, int>> work{{dot.getResult(), 0}};
+  auto isProduct = [](Value a) {
+    SmallVector<std::pair<Value, int>> back{{a, 0}};
+    while (!back.empty()) {
+      auto [v, depth] = back.pop_back_val();
+      Operation *def = v.getDefiningOp();
+      if (!def || depth > 16)
+        continue;
+      if (isa<tile::DotOp>(def))
+        return true;
+      if (OpTrait::hasElementwiseMappableTraits(def) || isa<tgpu::ConvertLayoutOp>(def))
+        for (Value o : def->getOperands())
+          if (isa<RankedTensorType>(o.getType()))
+            back.push_back({o, depth + 1});
+    }
+    return false;
+  };
+  if (isProduct(dot.getA()))
+    return true;
+  while (!work.empty()) {
+    auto [v, depth] = work.pop_back_val();
+    if (depth > 16)
+      continue;
+    for (Operation *user : v.getUsers()) {
+      if (auto red = dyn_cast<tile::ReduceOp>(user); red && red.getAxis() == 1)
+        return true;
+      if (auto d = dyn_cast<tile::DotOp>(user); d && d.getA() == v)
+        return true;
+      if ((OpTrait::hasElementwiseMappableTraits(user) || isa<tgpu::ConvertLayoutOp>(user)) &&
+          user->getNumResults() == 1 && isa<RankedTensorType>(user->getResult(0).getType()))
+        work.push_back({user->getResult(0), depth + 1});
+    }
+  }
+  return false;
+}
+
 struct DotLayoutPlanner::Impl {
   AxisInfoAnalysis axis;
   CompileOptions opts;
@@ -52,6 +95,9 @@ tgpu::MmaEncodingAttr DotLayoutPlanner::choose(tile::DotOp dot) {
                                           path == DotPath::Swapped);
     }
   }
+  if (std::optional<Layout> rows = unpipelinedRowsLayout(dot, opts.numWarps);
+      rows && feedsRowsOrDot(dot))
+    return tgpu::MmaEncodingAttr::get(ctx, 3, opts.numWarps, false);
   if (unpipelinedMmaLayout(dot, opts.numWarps))
     return tgpu::MmaEncodingAttr::get(ctx, 2, opts.numWarps, false);
   return {};

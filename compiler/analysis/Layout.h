@@ -41,10 +41,15 @@ struct Layout {
   // are adjacent: its B^T fragments load as pairs. Adjacent slots are
   // adjacent rows of the tile, so vec = 1.
   bool transposed = false;
-  int64_t slots() const { return mma ? tm * tn * 4 : replicated ? 1 : chunks * vec; }
+  // The row vector of a wgmma accumulator layout (tgpu.slice; wm, tm and
+  // wgRows are the parent's): slot 2i + h is the thread's row g + 8h of its
+  // i-th block of 16 rows, held alike by the four lanes of a quad.
+  bool rows = false;
+  int64_t slots() const { return rows ? tm * 2 : mma ? tm * tn * 4 : replicated ? 1 : chunks * vec; }
   bool operator==(const Layout &o) const {
     return shape == o.shape && mma == o.mma && vec == o.vec && replicated == o.replicated &&
-           wm == o.wm && wn == o.wn && wgRows == o.wgRows && transposed == o.transposed;
+           wm == o.wm && wn == o.wn && wgRows == o.wgRows && transposed == o.transposed &&
+           rows == o.rows;
   }
   bool operator!=(const Layout &o) const { return !(*this == o); }
 };
@@ -100,6 +105,21 @@ inline Layout swappedAccLayout(int64_t BM, int64_t BN, int64_t numWarps) {
   return accLay;
 }
 
+/// The row vector of wgmmaAccLayout(M, *, numWarps) (tgpu.slice), or nothing
+/// when M does not fill the warpgroups' 64-row blocks.
+inline std::optional<Layout> rowsLayoutFor(int64_t M, int64_t numWarps) {
+  if (numWarps % 4 || M % (64 * (numWarps / 4)))
+    return std::nullopt;
+  Layout l = wgmmaAccLayout(M, 8, numWarps);
+  l.shape = {M};
+  l.total = M;
+  l.mma = false;
+  l.rows = true;
+  l.vec = 1;
+  l.tn = 1;
+  return l;
+}
+
 /// The registers of a tile in the mma layout `enc` (tgpu encoding), or
 /// nothing when the tile's shape does not have that layout.
 inline std::optional<Layout> accLayoutFor(ArrayRef<int64_t> shape, tgpu::MmaEncodingAttr enc) {
@@ -122,6 +142,18 @@ inline std::optional<Layout> unpipelinedMmaLayout(tile::DotOp op, int64_t numWar
   if (!(ea.isF16() || ea.isBF16()) || !ct.getElementType().isF32() || at.getDimSize(1) % 16)
     return std::nullopt;
   return mmaLayoutFor(ct.getDimSize(0), ct.getDimSize(1), numWarps);
+}
+
+/// The wgmma accumulator layout for a dot that is not pipelined (16-bit
+/// operands, f32 accumulator, K a multiple of 16), computed with mma.sync on
+/// any target: whole warpgroups, 64-row blocks, at most 256 columns.
+inline std::optional<Layout> unpipelinedRowsLayout(tile::DotOp op, int64_t numWarps) {
+  auto ct = op.getAcc().getType();
+  int64_t M = ct.getDimSize(0), N = ct.getDimSize(1);
+  if (!unpipelinedMmaLayout(op, numWarps) || numWarps % 4 || M % (64 * (numWarps / 4)) ||
+      N % 8 || N > 256)
+    return std::nullopt;
+  return wgmmaAccLayout(M, N, numWarps);
 }
 
 inline Layout layoutFor(ArrayRef<int64_t> shape, int64_t threads) {

@@ -143,6 +143,9 @@ public:
     if (auto enc = tgpu::mmaEncodingOf(t))
       if (std::optional<Layout> l = accLayoutFor(t.getShape(), enc))
         return *l;
+    if (auto enc = tgpu::sliceEncodingOf(t))
+      if (std::optional<Layout> l = rowsLayoutFor(t.getDimSize(0), enc.getParent().getWarps()))
+        return *l;
     return layoutFor(t.getShape(), threads_);
   }
   /// The layout a Dist value's registers are in.
@@ -157,6 +160,16 @@ public:
 
   // Coordinates of slot `s` of `layout`, computed once in the entry block.
   ArrayRef<Value> coords(const Layout &l, int64_t s);
+  // The row of an (untransposed) mma layout's tile i, upper (h = 0) or lower
+  // (h = 1) half: one value for every slot on that row, and for the rows
+  // layout's slot 2i + h, so that a row vector is found in registers at the
+  // coordinates of its parent's slots (rowSlot).
+  Value mmaRow(const Layout &l, int64_t i, int64_t h);
+  // The slot of a rows-layout tile (of the parent `l`) that holds the row
+  // `row` (a value from mmaRow), or -1.
+  int64_t rowSlot(const Layout &l, Value row);
+  // The slot of `v` (a rows-layout tile in registers) at coordinates `c`, or -1.
+  int64_t heldRow(Value v, ArrayRef<Value> c);
   /// The coordinates of flat index `base + off` in `shape`, where `base` is in
   /// [0, bound) and `off` a multiple of `bound` (both powers of two): the
   /// parts that come from `base` are the same Values for every `off`, and
@@ -428,6 +441,7 @@ private:
   // RowReduce.cpp: along the last axis of an N-D tile with shuffles;
   // nullopt when the shape or types do not allow it.
   std::optional<bool> lowerLastAxisReduce(tile::ReduceOp op);
+  bool lowerRowsReduce(tile::ReduceOp op); // RowReduce.cpp
   bool lowerFor(scf::ForOp op);
   /// A loop whose body loads the operands of one tensor-core dot: lowered as a
   /// software pipeline (PipelinedDotLoop.cpp). Nothing when the loop does not
@@ -485,6 +499,10 @@ private:
   // slots the row values are also remembered (RowReduce.cpp).
   DenseMap<Value, Layout> sliceParent_;
   std::map<std::pair<std::vector<int64_t>, int64_t>, SmallVector<Value>> coordCache_;
+  // mmaRow's values, keyed by the parent's warp split and blocks, and the
+  // inverse: row value -> (that key, slot 2i + h).
+  std::map<std::vector<int64_t>, Value> mmaRows_;
+  DenseMap<Value, std::pair<std::vector<int64_t>, int64_t>> rowSlots_;
   DenseMap<Attribute, Value> entryConsts_;
   // A coordinate known to be base + off, base in [0, bound), off a multiple
   // of bound. elem() moves such a coordinate to the first of its run of

@@ -187,4 +187,43 @@ std::optional<bool> KernelLowering::lowerLastAxisReduce(tile::ReduceOp op) {
   return true;
 }
 
+// A reduction along the rows of a wgmma-layout tile into its row vector
+// (tgpu.slice): each thread combines its own elements of each of its rows,
+// then the four lanes of its quad (xor 1, 2), which hold the rest of them.
+// The warps split rows only, so nothing goes through shared memory, and
+// every lane of the quad ends with the row's value, as the rows layout holds it.
+bool KernelLowering::lowerRowsReduce(tile::ReduceOp op) {
+  Location loc = op.getLoc();
+  auto srcs = op.getSrcs();
+  Layout src = layoutOfValue(srcs[0]);
+  Layout out = layoutOf(cast<RankedTensorType>(op.getResult(0).getType()));
+  if (!src.mma || src.transposed || src.wn != 1 || !out.rows || op.getAxis() != 1 ||
+      src.tm != out.tm || src.wm != out.wm)
+    return fail(op, "internal: a row reduction into registers needs its source in the wgmma layout");
+  size_t n = srcs.size();
+  SmallVector<SmallVector<Value>> results(n);
+  for (int64_t i = 0; i < src.tm; ++i)
+    for (int64_t h = 0; h < 2; ++h) {
+      SmallVector<Value> acc;
+      for (int64_t j = 0; j < src.tn; ++j)
+        for (int64_t q = 2 * h; q < 2 * h + 2; ++q) {
+          SmallVector<Value> x;
+          for (Value s : srcs)
+            x.push_back(atSlot(s, src, (i * src.tn + j) * 4 + q, loc));
+          acc = acc.empty() ? x : combine(op.getCombine(), acc, x);
+        }
+      for (int off = 1; off <= 2; off *= 2) {
+        SmallVector<Value> other;
+        for (Value x : acc)
+          other.push_back(shuffleXor(x, off, loc));
+        acc = combine(op.getCombine(), acc, other);
+      }
+      for (size_t k = 0; k < n; ++k)
+        results[k].push_back(acc[k]);
+    }
+  for (size_t k = 0; k < n; ++k)
+    bindDist(op.getResult(k), results[k]);
+  return true;
+}
+
 } // namespace tessera::lowering::detail

@@ -44,8 +44,9 @@ using namespace detail;
 
 ArrayRef<Value> KernelLowering::coords(const Layout &l, int64_t s) {
   std::vector<int64_t> key(l.shape.begin(), l.shape.end());
-  key.push_back(l.mma ? l.wm * 1000 + l.wn + (l.wgRows ? 100000 : 0) + (l.transposed ? 200000 : 0)
-                     : -1);
+  key.push_back(l.mma || l.rows ? l.wm * 1000 + l.wn + (l.wgRows ? 100000 : 0) +
+                                    (l.transposed ? 200000 : 0) + (l.rows ? 400000 : 0)
+                              : -1);
   key.push_back(l.vec);
   auto it = coordCache_.find({key, s});
   if (it != coordCache_.end())
@@ -58,26 +59,26 @@ ArrayRef<Value> KernelLowering::coords(const Layout &l, int64_t s) {
     int64_t q = s % 4, t = s / 4, i = t / l.tn, j = t % l.tn;
     Value lane = arith::AndIOp::create(b_, loc, tid_, i32c(31, loc));
     Value warp = arith::ShRUIOp::create(b_, loc, tid_, i32c(5, loc));
-    Value wr = arith::DivUIOp::create(b_, loc, warp, i32c(l.wn, loc));
     Value wc = arith::RemUIOp::create(b_, loc, warp, i32c(l.wn, loc));
-    Value warpRow = arith::MulIOp::create(b_, loc, wr, i32c(l.tm * 16, loc));
-    int64_t tileRow = i * 16;
-    if (l.wgRows) {
-      warpRow = arith::AddIOp::create(
-          b_, loc, arith::MulIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, warp, i32c(2, loc)), i32c(l.tm * 64, loc)),
-          arith::MulIOp::create(b_, loc, arith::AndIOp::create(b_, loc, warp, i32c(3, loc)), i32c(16, loc)));
-      tileRow = i * 64;
+    Value row;
+    if (l.transposed) {
+      // C^T = B^T A^T: the warp's 16 rows are interleaved, row r of the
+      // fragment at 2 * (r % 8) + r / 8, so that a thread's two rows are
+      // adjacent (see Layout::transposed).
+      Value warpRow =
+          l.wgRows ? Value(arith::AddIOp::create(
+                         b_, loc, arith::MulIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, warp, i32c(2, loc)), i32c(l.tm * 64, loc)),
+                         arith::MulIOp::create(b_, loc, arith::AndIOp::create(b_, loc, warp, i32c(3, loc)), i32c(16, loc))))
+                   : Value(arith::MulIOp::create(b_, loc, arith::DivUIOp::create(b_, loc, warp, i32c(l.wn, loc)),
+                                                 i32c(l.tm * 16, loc)));
+      Value group = arith::ShLIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, lane, i32c(2, loc)),
+                                          i32c(1, loc));
+      row = arith::AddIOp::create(
+          b_, loc, warpRow,
+          arith::AddIOp::create(b_, loc, group, i32c((l.wgRows ? i * 64 : i * 16) + (q >= 2), loc)));
+    } else {
+      row = mmaRow(l, i, q >= 2);
     }
-    // Transposed (C^T = B^T A^T): the warp's 16 rows are interleaved, row r
-    // of the fragment at 2 * (r % 8) + r / 8, so that a thread's two rows are
-    // adjacent (see Layout::transposed).
-    Value group = arith::ShRUIOp::create(b_, loc, lane, i32c(2, loc));
-    if (l.transposed)
-      group = arith::ShLIOp::create(b_, loc, group, i32c(1, loc));
-    Value row = arith::AddIOp::create(
-        b_, loc, warpRow,
-        arith::AddIOp::create(b_, loc, group,
-                              i32c(tileRow + (q >= 2 ? (l.transposed ? 1 : 8) : 0), loc)));
     Value col = arith::AddIOp::create(
         b_, loc, arith::MulIOp::create(b_, loc, wc, i32c(l.tn * 8, loc)),
         arith::AddIOp::create(
@@ -88,6 +89,8 @@ ArrayRef<Value> KernelLowering::coords(const Layout &l, int64_t s) {
       std::swap(row, col);
     return coordCache_[{key, s}] = SmallVector<Value>{row, col};
   }
+  if (l.rows)
+    return coordCache_[{key, s}] = SmallVector<Value>{mmaRow(l, s / 2, s % 2)};
   if (l.replicated) {
     Value flat = arith::AndIOp::create(b_, loc, tid_, i32c(l.total - 1, loc));
     return coordCache_[{key, s}] = unflatten(flat, l.shape, loc);
@@ -105,6 +108,49 @@ ArrayRef<Value> KernelLowering::coords(const Layout &l, int64_t s) {
   }
   Value base = lane[0];
   return coordCache_[{key, s}] = unflattenFrom(base, threads_ * l.vec, k * threads_ * l.vec, l.shape);
+}
+
+static std::vector<int64_t> rowsKey(const Layout &l) { return {l.wm, l.wn, l.tm, l.wgRows}; }
+
+Value KernelLowering::mmaRow(const Layout &l, int64_t i, int64_t h) {
+  std::vector<int64_t> key = rowsKey(l);
+  key.push_back(i);
+  key.push_back(h);
+  Value &row = mmaRows_[key];
+  if (row)
+    return row;
+  OpBuilder::InsertionGuard g(b_);
+  b_.setInsertionPointAfter(tid_.getDefiningOp());
+  Location loc = src_.getLoc();
+  Value lane = arith::AndIOp::create(b_, loc, tid_, i32c(31, loc));
+  Value warp = arith::ShRUIOp::create(b_, loc, tid_, i32c(5, loc));
+  Value wr = arith::DivUIOp::create(b_, loc, warp, i32c(l.wn, loc));
+  Value warpRow = arith::MulIOp::create(b_, loc, wr, i32c(l.tm * 16, loc));
+  int64_t tileRow = i * 16;
+  if (l.wgRows) {
+    warpRow = arith::AddIOp::create(
+        b_, loc, arith::MulIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, warp, i32c(2, loc)), i32c(l.tm * 64, loc)),
+        arith::MulIOp::create(b_, loc, arith::AndIOp::create(b_, loc, warp, i32c(3, loc)), i32c(16, loc)));
+    tileRow = i * 64;
+  }
+  Value group = arith::ShRUIOp::create(b_, loc, lane, i32c(2, loc));
+  row = arith::AddIOp::create(b_, loc, warpRow,
+                              arith::AddIOp::create(b_, loc, group, i32c(tileRow + 8 * h, loc)));
+  rowSlots_[row] = {rowsKey(l), 2 * i + h};
+  return row;
+}
+
+int64_t KernelLowering::rowSlot(const Layout &l, Value row) {
+  auto it = rowSlots_.find(row);
+  return it != rowSlots_.end() && it->second.first == rowsKey(l) ? it->second.second : -1;
+}
+
+int64_t KernelLowering::heldRow(Value v, ArrayRef<Value> c) {
+  Lowered &lv = lookup(v);
+  if (lv.kind != Lowered::Dist || c.size() != 1)
+    return -1;
+  Layout l = layoutOfValue(v);
+  return l.rows ? rowSlot(l, c[0]) : -1;
 }
 
 Value KernelLowering::offsetCoord(Value base, int64_t bound, int64_t off) {
@@ -306,6 +352,8 @@ Value KernelLowering::elem(Value v, ArrayRef<Value> c, Location loc) {
   Lowered &lv = lookup(v);
   if (lv.kind == Lowered::Scalar)
     return lv.scalar;
+  if (int64_t slot = heldRow(v, c); slot >= 0)
+    return lv.regs[slot];
   if (lv.kind != Lowered::Dist) {
     SmallVector<Value> first;
     if (canonicalCoords(v, c, first))
@@ -457,17 +505,32 @@ Value KernelLowering::addTensorMapParam(const TensorMapSpec &spec, Location loc)
   return LLVM::PtrToIntOp::create(b_, loc, b_.getI64Type(), dst_.getArgument(idx));
 }
 
+// Whether `u` converts `v` to a dot operand for a dot inside a loop nested in
+// v's region (not a pipelined one: those load both operands in the loop).
+static bool isDotOperandInLoop(Operation *u, Value v) {
+  auto cv = dyn_cast<tgpu::ConvertLayoutOp>(u);
+  if (!cv || !isa_and_present<tgpu::DotOperandEncodingAttr>(cv.getType().getEncoding()))
+    return false;
+  Region *home = v.getParentRegion();
+  return llvm::any_of(cv->getUsers(), [&](Operation *d) {
+    return isa<tile::DotOp>(d) && d->getParentRegion() != home &&
+           home->isAncestor(d->getParentRegion());
+  });
+}
+
 bool KernelLowering::lowerBlock(Block &blk) {
   for (Operation &op : blk) {
     if (!lowerOp(&op))
       return false;
     // A tile that gather reads is staged in shared memory here, where it is
     // defined, so a gather inside a loop does not stage it every iteration.
+    // So is a dot operand that a loop inside reads (attention's Q): staged
+    // once, and its registers are free during the loop.
     for (Value r : op.getResults())
       if (isa<RankedTensorType>(r.getType()) && lookup(r).kind == Lowered::Dist &&
           llvm::any_of(r.getUsers(), [&](Operation *u) {
             auto g = dyn_cast<tile::GatherOp>(u);
-            return g && g.getSrc() == r;
+            return (g && g.getSrc() == r) || isDotOperandInLoop(u, r);
           }))
         toSmem(r, op.getLoc());
     // Scalar loads read the same address in every thread, producer warps
@@ -506,7 +569,7 @@ bool KernelLowering::servable(Value v, ArrayRef<Value> c, int depth) {
   LoweredValues::MemoKey key{v.getAsOpaquePointer(), {}};
   for (Value x : c)
     key.second.push_back(x.getAsOpaquePointer());
-  if (vals_.recall(key))
+  if (vals_.recall(key) || heldRow(v, c) >= 0)
     return true;
   Operation *op = v.getDefiningOp();
   if (!op || (lv.kind != Lowered::Dist && lv.kind != Lowered::Virtual))
@@ -607,6 +670,11 @@ bool KernelLowering::lowerOp(Operation *op) {
     }
     Lowered &ls = lookup(src);
     auto rt = cast<RankedTensorType>(res.getType());
+    if (isa<tile::ExpandDimsOp>(op) && ls.kind == Lowered::Dist && layoutOfValue(src).rows) {
+      // A row vector in registers, read at the rows of its parent's slots.
+      setVirtual(res);
+      return true;
+    }
     if (auto ed = dyn_cast<tile::ExpandDimsOp>(op); ed && ls.kind == Lowered::Dist) {
       // A row value (a slice of a reduced tile's layout) expanded to be
       // broadcast back over the rows: when every use reads it in that layout,
@@ -1172,12 +1240,10 @@ bool KernelLowering::lowerDotMma(tile::DotOp op, const Layout &lay, Value aS, Va
   SmallVector<Value> accs = materializeIn(op.getAcc(), lay, loc);
   Value lane = arith::AndIOp::create(b_, loc, tid_, i32c(31, loc));
   Value warp = arith::ShRUIOp::create(b_, loc, tid_, i32c(5, loc));
-  Value wr = arith::DivUIOp::create(b_, loc, warp, i32c(lay.wn, loc));
   Value wc = arith::RemUIOp::create(b_, loc, warp, i32c(lay.wn, loc));
   Value g = arith::ShRUIOp::create(b_, loc, lane, i32c(2, loc));                     // lane / 4
   Value t2 = arith::ShLIOp::create(b_, loc, arith::AndIOp::create(b_, loc, lane, i32c(3, loc)),
                                    i32c(1, loc));                                   // (lane % 4) * 2
-  Value rowBase = arith::AddIOp::create(b_, loc, arith::MulIOp::create(b_, loc, wr, i32c(lay.tm * 16, loc)), g);
   Value colBase = arith::AddIOp::create(b_, loc, arith::MulIOp::create(b_, loc, wc, i32c(lay.tn * 8, loc)), g);
   const char *asmText = ea.isBF16()
       ? "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};"
@@ -1208,8 +1274,8 @@ bool KernelLowering::lowerDotMma(tile::DotOp op, const Layout &lay, Value aS, Va
     };
     SmallVector<SmallVector<Value, 4>> aFrag(lay.tm), bFrag(lay.tn);
     for (int64_t i = 0; i < lay.tm; ++i) {
-      Value r0 = arith::AddIOp::create(b_, loc, rowBase, i32c(i * 16, loc));
-      Value r8 = arith::AddIOp::create(b_, loc, r0, i32c(8, loc));
+      // The thread's rows of tile i: its accumulator slots 0 and 2.
+      Value r0 = coords(lay, i * lay.tn * 4)[0], r8 = coords(lay, i * lay.tn * 4 + 2)[0];
       Value c8 = arith::AddIOp::create(b_, loc, kc, i32c(8, loc));
       aFrag[i] = {loadA(r0, kc), loadA(r8, kc), loadA(r0, c8), loadA(r8, c8)};
     }
@@ -1256,8 +1322,17 @@ bool KernelLowering::lowerDot(tile::DotOp op) {
   auto at = op.getA().getType(), bt = op.getB().getType(), ct = op.getAcc().getType();
   int64_t K = at.getDimSize(1);
   Type ea = at.getElementType(), ec = ct.getElementType();
-  Value aS = toSmem(op.getA(), loc);
-  Value bS = toSmem(op.getB(), loc);
+  // An operand converted to the dot-operand layout is staged as its source
+  // (which may have been staged where it is defined, outside the loop).
+  auto source = [](Value v) {
+    auto cv = v.getDefiningOp<tgpu::ConvertLayoutOp>();
+    return cv ? cv.getSrc() : v;
+  };
+  Value aS = toSmem(source(op.getA()), loc);
+  Value bS = toSmem(source(op.getB()), loc);
+  // The accumulator layout the planner chose (mma.sync's, or wgmma's rows).
+  if (tgpu::mmaEncodingOf(op.getType()))
+    return lowerDotMma(op, layoutOf(op.getType()), aS, bS);
   if (std::optional<Layout> mma = unpipelinedMmaLayout(op, opts_.numWarps))
     return lowerDotMma(op, *mma, aS, bS);
   Layout lay = layoutOf(ct);
@@ -1453,6 +1528,8 @@ bool KernelLowering::lowerReduce(tile::ReduceOp op) {
     return true;
   }
 
+  if (tgpu::sliceEncodingOf(op.getResult(0).getType()))
+    return lowerRowsReduce(op);
   if (std::optional<bool> done = lowerLastAxisReduce(op))
     return *done;
   // Reduction of one axis of an N-D tile: every owned result element walks
@@ -1720,8 +1797,10 @@ struct LowerToNVVMPass : impl::TesseraLowerToNVVMBase<LowerToNVVMPass> {
       WalkResult bad = fn.walk([&](Operation *op) {
         for (Type t : op->getResultTypes())
           if (auto enc = tgpu::mmaEncodingOf(t))
+            // (A row vector expanded to be broadcast over the rows is N x 1.)
             if (int(enc.getWarps()) != options->numWarps ||
-                !accLayoutFor(cast<RankedTensorType>(t).getShape(), enc)) {
+                (!accLayoutFor(cast<RankedTensorType>(t).getShape(), enc) &&
+                 !isa<tile::ExpandDimsOp>(op))) {
               fn.emitError() << fn.getName() << ": a tile's mma layout is for "
                              << enc.getWarps() << " warps or another shape; lowering with "
                              << options->numWarps << " warps";

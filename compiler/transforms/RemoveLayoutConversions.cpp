@@ -40,6 +40,26 @@ Value convertTo(OpBuilder &b, Location loc, Type type, Value v) {
   return ConvertLayoutOp::create(b, loc, type, v);
 }
 
+/// The tensor-core layout (mma, or its row vector) that `v` is computed
+/// from: a conversion out of one, or elementwise ops on one; else null.
+Attribute registerLayoutOf(Value v, int depth) {
+  Operation *def = v.getDefiningOp();
+  if (!def || depth > 8)
+    return {};
+  if (auto cv = dyn_cast<ConvertLayoutOp>(def)) {
+    Type from = cv.getSrc().getType();
+    if (tgpu::mmaEncodingOf(from) || tgpu::sliceEncodingOf(from))
+      return cast<RankedTensorType>(from).getEncoding();
+    return {};
+  }
+  if (!OpTrait::hasElementwiseMappableTraits(def) || def->getNumRegions())
+    return {};
+  for (Value o : def->getOperands())
+    if (Attribute enc = registerLayoutOf(o, depth + 1))
+      return enc;
+  return {};
+}
+
 struct CarryInConvertedLayout : OpRewritePattern<scf::ForOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(scf::ForOp loop, PatternRewriter &rewriter) const override {
@@ -56,8 +76,19 @@ struct CarryInConvertedLayout : OpRewritePattern<scf::ForOp> {
         return true;
       });
       auto fromCarried = yield.getOperand(i).getDefiningOp<ConvertLayoutOp>();
-      if (!onlyConverted || !fromCarried || fromCarried.getSrc().getType() != carried)
+      // A tile the body computes in a tensor-core layout (the accumulator, a
+      // softmax's running row max and sum) is carried in it even when the
+      // body also reads it otherwise: those reads convert, and move into the
+      // layout themselves when they are elementwise.
+      auto argTy = cast<RankedTensorType>(arg.getType());
+      if (argTy.getEncoding())
+        continue; // carried in a layout already
+      Attribute produced = registerLayoutOf(yield.getOperand(i), 0);
+      if (produced && (!onlyConverted || !fromCarried)) {
+        carried = tgpu::withEncoding(argTy, produced);
+      } else if (!onlyConverted || !fromCarried || fromCarried.getSrc().getType() != carried) {
         continue;
+      }
       OpOperand &init = loop.getInitArgsMutable()[i];
       rewriter.setInsertionPoint(loop);
       Value newInit = convertTo(rewriter, loop.getLoc(), carried, init.get());
@@ -99,6 +130,79 @@ bool onlyStored(Value v, int depth) {
   return true;
 }
 
+/// Whether `v` is index arithmetic (ranges, splats, constants, their
+/// broadcasts and arithmetic): the lowering evaluates it at any coordinates,
+/// so it is in every layout at no cost.
+bool isIndexArithmetic(Value v, int depth) {
+  Operation *def = v.getDefiningOp();
+  if (!def || depth > 12)
+    return false;
+  if (isa<tile::MakeRangeOp, tile::SplatOp, arith::ConstantOp>(def))
+    return true;
+  if (!isa<tile::BroadcastOp, tile::ExpandDimsOp>(def) &&
+      !(OpTrait::hasElementwiseMappableTraits(def) && isMemoryEffectFree(def)))
+    return false;
+  for (Value o : def->getOperands())
+    if (isa<RankedTensorType>(o.getType()) && !isIndexArithmetic(o, depth + 1))
+      return false;
+  return def->getNumRegions() == 0;
+}
+
+/// `v` as `type` (in layout `enc`, an mma layout) without a conversion
+/// through shared memory, or null: `v` converted from that type, a splat,
+/// index arithmetic, or a row vector of `enc` (tgpu.slice) expanded and
+/// broadcast over the rows (`x - max(x, 1)[:, None]`).
+Value inLayout(PatternRewriter &rewriter, Location loc, Value v, RankedTensorType type) {
+  if (auto cv = v.getDefiningOp<ConvertLayoutOp>(); cv && cv.getSrc().getType() == type)
+    return cv.getSrc();
+  if (Value s = splatIn(rewriter, loc, v, type))
+    return s;
+  if (isIndexArithmetic(v, 0))
+    return convertTo(rewriter, loc, type, v);
+  auto mma = tgpu::mmaEncodingOf(type);
+  auto bc = v.getDefiningOp<tile::BroadcastOp>();
+  auto ed = bc ? bc.getSrc().getDefiningOp<tile::ExpandDimsOp>() : tile::ExpandDimsOp();
+  auto cv = ed ? ed.getSrc().getDefiningOp<ConvertLayoutOp>() : ConvertLayoutOp();
+  auto slice = cv ? tgpu::sliceEncodingOf(cv.getSrc().getType()) : tgpu::SliceEncodingAttr();
+  if (!mma || !slice || slice.getParent() != mma || ed.getAxis() != 1)
+    return {};
+  auto edType = tgpu::withEncoding(cast<RankedTensorType>(ed.getType()), mma);
+  Value expanded = tile::ExpandDimsOp::create(rewriter, loc, edType, cv.getSrc(), ed.getAxisAttr());
+  return tile::BroadcastOp::create(rewriter, loc, type, expanded);
+}
+
+/// A reduction along the rows of a tile converted out of the wgmma layout
+/// reduces the registers themselves, into the layout's row vector.
+struct ReduceIntoRows : OpRewritePattern<tile::ReduceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tile::ReduceOp op, PatternRewriter &rewriter) const override {
+    if (op.getAxis() != 1 || tgpu::sliceEncodingOf(op.getResult(0).getType()))
+      return failure();
+    tgpu::MmaEncodingAttr mma;
+    SmallVector<Value> srcs;
+    for (Value v : op.getSrcs()) {
+      auto cv = v.getDefiningOp<ConvertLayoutOp>();
+      auto enc = cv ? tgpu::mmaEncodingOf(cv.getSrc().getType()) : tgpu::MmaEncodingAttr();
+      if (!enc || enc.getVersion() != 3 || enc.getTransposed() || (mma && enc != mma) ||
+          cast<RankedTensorType>(v.getType()).getRank() != 2)
+        return failure();
+      mma = enc;
+      srcs.push_back(cv.getSrc());
+    }
+    auto rows = tgpu::SliceEncodingAttr::get(op.getContext(), 1, mma);
+    Operation *inner = rewriter.clone(*op);
+    inner->setOperands(srcs);
+    SmallVector<Value> back;
+    for (OpResult r : inner->getResults()) {
+      auto t = cast<RankedTensorType>(r.getType());
+      r.setType(tgpu::withEncoding(t, rows));
+      back.push_back(convertTo(rewriter, op.getLoc(), t, r));
+    }
+    rewriter.replaceOp(op, back);
+    return success();
+  }
+};
+
 struct SinkConversionThroughElementwise : RewritePattern {
   SinkConversionThroughElementwise(MLIRContext *ctx)
       : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
@@ -113,15 +217,18 @@ struct SinkConversionThroughElementwise : RewritePattern {
     // is its only user, or when op's result only flows (through elementwise
     // ops) into stores: then no conversion is needed on that path at all,
     // while the conversion stays for its other users.
-    tgpu::MmaEncodingAttr mma;
+    // A row vector (tgpu.slice) is a few registers: ops on it always move in.
+    Attribute enc;
     for (Value v : op->getOperands())
-      if (auto cv = v.getDefiningOp<ConvertLayoutOp>())
-        if (auto enc = tgpu::mmaEncodingOf(cv.getSrc().getType());
-            enc && (cv->hasOneUse() || onlyStored(op->getResult(0), 0))) {
-          mma = enc;
+      if (auto cv = v.getDefiningOp<ConvertLayoutOp>()) {
+        Type from = cv.getSrc().getType();
+        if (tgpu::sliceEncodingOf(from) ||
+            (tgpu::mmaEncodingOf(from) && (cv->hasOneUse() || onlyStored(op->getResult(0), 0)))) {
+          enc = cast<RankedTensorType>(from).getEncoding();
           break;
         }
-    if (!mma)
+      }
+    if (!enc)
       return failure();
     SmallVector<Value> operands;
     for (Value v : op->getOperands()) {
@@ -130,18 +237,14 @@ struct SinkConversionThroughElementwise : RewritePattern {
         operands.push_back(v);
         continue;
       }
-      auto inMma = tgpu::withEncoding(t, mma);
-      if (auto cv = v.getDefiningOp<ConvertLayoutOp>(); cv && cv.getSrc().getType() == inMma) {
-        operands.push_back(cv.getSrc());
-      } else if (Value s = splatIn(rewriter, op->getLoc(), v, inMma)) {
-        operands.push_back(s);
-      } else {
+      if (Value in = inLayout(rewriter, op->getLoc(), v, tgpu::withEncoding(t, enc)))
+        operands.push_back(in);
+      else
         return failure(); // another register tile: converting it would cost the same
-      }
     }
     Operation *inner = rewriter.clone(*op);
     inner->setOperands(operands);
-    inner->getResult(0).setType(tgpu::withEncoding(resTy, mma));
+    inner->getResult(0).setType(tgpu::withEncoding(resTy, enc));
     rewriter.replaceOpWithNewOp<ConvertLayoutOp>(op, resTy, inner->getResult(0));
     return success();
   }
@@ -151,7 +254,7 @@ struct StoreInAnyLayout : OpRewritePattern<tile::StoreOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(tile::StoreOp store, PatternRewriter &rewriter) const override {
     auto cv = store.getValue().getDefiningOp<ConvertLayoutOp>();
-    if (!cv || !tgpu::mmaEncodingOf(cv.getSrc().getType()))
+    if (!cv || !(tgpu::mmaEncodingOf(cv.getSrc().getType()) || tgpu::sliceEncodingOf(cv.getSrc().getType())))
       return failure();
     rewriter.modifyOpInPlace(store, [&] { store.getValueMutable().assign(cv.getSrc()); });
     return success();
@@ -164,29 +267,54 @@ struct RemoveLayoutConversionsPass
     MLIRContext *ctx = &getContext();
     RewritePatternSet patterns(ctx);
     ConvertLayoutOp::getCanonicalizationPatterns(patterns, ctx);
-    patterns.add<CarryInConvertedLayout, SinkConversionThroughElementwise, StoreInAnyLayout>(ctx);
+    patterns.add<CarryInConvertedLayout, SinkConversionThroughElementwise, ReduceIntoRows,
+                 StoreInAnyLayout>(ctx);
     // Only layout-related ops are rewritten or folded: the rest of the kernel
     // (already canonicalized) stays as it is, constants where they are.
+    auto rewritable = [](Operation *op) {
+      bool tileResult =
+          op->getNumResults() == 1 && isa<RankedTensorType>(op->getResult(0).getType());
+      return isa<ConvertLayoutOp, scf::ForOp, tile::StoreOp, tile::ReduceOp>(op) ||
+             (OpTrait::hasElementwiseMappableTraits(op) && tileResult);
+    };
     SmallVector<Operation *> ops;
     getOperation().walk([&](Operation *op) {
-      auto tileResult = [&] {
-        return op->getNumResults() == 1 && isa<RankedTensorType>(op->getResult(0).getType());
-      };
-      if (isa<ConvertLayoutOp, scf::ForOp, tile::StoreOp>(op) ||
-          (OpTrait::hasElementwiseMappableTraits(op) && tileResult()))
+      if (rewritable(op))
         ops.push_back(op);
     });
     GreedyRewriteConfig config;
     config.setStrictness(GreedyRewriteStrictness::ExistingAndNewOps);
     config.enableConstantCSE(false);
     config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
-    if (failed(applyOpPatternsGreedily(ops, std::move(patterns), config)))
-      signalPassFailure();
-    // Splat constants left without users by rematerialization.
-    getOperation().walk([](arith::ConstantOp c) {
-      if (c->use_empty() && isa<RankedTensorType>(c.getType()))
-        c->erase();
-    });
+    FrozenRewritePatternSet frozen(std::move(patterns));
+    // Rounds until nothing changes: a rewrite can enable one on an op the
+    // driver does not revisit (a conversion left with one user).
+    for (int round = 0; round < 8; ++round) {
+      bool changed = false;
+      if (failed(applyOpPatternsGreedily(ops, frozen, config, &changed)))
+        return signalPassFailure();
+      if (!changed)
+        break;
+      ops.clear();
+      getOperation().walk([&](Operation *op) {
+        if (rewritable(op))
+          ops.push_back(op);
+      });
+    }
+    // Conversions, expansions and splat constants left without users by the
+    // rewrites (a dead conversion would still be lowered through shared memory).
+    for (bool erased = true; erased;) {
+      erased = false;
+      getOperation().walk([&](Operation *op) {
+        if (isa<ConvertLayoutOp, tile::ExpandDimsOp, tile::BroadcastOp, tile::SplatOp,
+                arith::ConstantOp>(op) &&
+            op->getNumResults() == 1 && isa<RankedTensorType>(op->getResult(0).getType()) &&
+            isOpTriviallyDead(op)) {
+          op->erase();
+          erased = true;
+        }
+      });
+    }
   }
 };
 

@@ -279,7 +279,11 @@ static LogicalResult verifyCombine(Operation *op, ValueRange srcs, ValueRange re
       return op->emitOpError("operands must have the same shape");
     Type elem = st.getElementType();
     Type expect = rshape.empty() ? elem : Type(RankedTensorType::get(rshape, elem));
-    if (results[i].getType() != expect)
+    // After layout assignment a result may carry a layout (tgpu.slice).
+    Type got = results[i].getType();
+    if (auto rt = dyn_cast<RankedTensorType>(got); rt && rt.getEncoding())
+      got = RankedTensorType::get(rt.getShape(), rt.getElementType());
+    if (got != expect)
       return op->emitOpError("result ") << i << " must be " << expect;
     if (body.getArgument(i).getType() != elem ||
         body.getArgument(i + srcs.size()).getType() != elem)

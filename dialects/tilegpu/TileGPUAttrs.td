@@ -39,4 +39,19 @@ def TileGPU_DotOperandEncodingAttr : TileGPU_Attr<"DotOperandEncoding", "dot_ope
   let genVerifyDecl = 1;
 }
 
+def TileGPU_SliceEncodingAttr : TileGPU_Attr<"SliceEncoding", "slice"> {
+  let summary = "The row vector of a tensor-core accumulator layout";
+  let description = [{
+    A 1-D tile of `parent`'s rows, as a reduction along the rows of a tile
+    in `parent` leaves it (`dim` = 1, the reduced axis: the only one
+    supported): element r is held, in registers, by every thread that owns
+    row r in `parent`. So `x - max(x, 1)[:, None]` and the running row max
+    and sum of an online softmax stay in registers. Only the wgmma layout
+    (version 3, not transposed) has it: its warps split rows only.
+  }];
+  let parameters = (ins "unsigned":$dim, "::tessera::tgpu::MmaEncodingAttr":$parent);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 #endif

@@ -14,7 +14,7 @@ using namespace tessera::tgpu;
 #include "tilegpu/TileGPUAttrs.cpp.inc"
 
 namespace {
-// Short aliases (#mma, #opA, #opB) keep printed tiles readable.
+// Short aliases (#mma, #opA, #opB, #rows) keep printed tiles readable.
 struct TileGPUAsmInterface : public OpAsmDialectInterface {
   using OpAsmDialectInterface::OpAsmDialectInterface;
   AliasResult getAlias(Attribute attr, raw_ostream &os) const override {
@@ -24,6 +24,10 @@ struct TileGPUAsmInterface : public OpAsmDialectInterface {
     }
     if (auto d = dyn_cast<DotOperandEncodingAttr>(attr)) {
       os << (d.getOpIdx() == 0 ? "opA" : "opB");
+      return AliasResult::OverridableAlias;
+    }
+    if (isa<SliceEncodingAttr>(attr)) {
+      os << "rows";
       return AliasResult::OverridableAlias;
     }
     return AliasResult::NoAlias;
@@ -67,5 +71,14 @@ LogicalResult DotOperandEncodingAttr::verify(function_ref<InFlightDiagnostic()> 
     return emitError() << "dot operand index must be 0 (A) or 1 (B), got " << opIdx;
   if (!parent)
     return emitError() << "dot operand needs its dot's mma layout";
+  return success();
+}
+
+LogicalResult SliceEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                        unsigned dim, MmaEncodingAttr parent) {
+  if (dim != 1)
+    return emitError() << "only row vectors (slice dim 1) of an mma layout exist, got dim " << dim;
+  if (!parent || parent.getVersion() != 3 || parent.getTransposed())
+    return emitError() << "a slice needs a wgmma (version 3, not transposed) parent layout";
   return success();
 }

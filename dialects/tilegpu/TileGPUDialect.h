@@ -25,6 +25,10 @@ inline MmaEncodingAttr mmaEncodingOf(mlir::Type t) {
   auto rt = mlir::dyn_cast<mlir::RankedTensorType>(t);
   return rt ? mlir::dyn_cast_or_null<MmaEncodingAttr>(rt.getEncoding()) : MmaEncodingAttr();
 }
+inline SliceEncodingAttr sliceEncodingOf(mlir::Type t) {
+  auto rt = mlir::dyn_cast<mlir::RankedTensorType>(t);
+  return rt ? mlir::dyn_cast_or_null<SliceEncodingAttr>(rt.getEncoding()) : SliceEncodingAttr();
+}
 /// `t` (a tile) with `encoding` (null: the blocked layout).
 inline mlir::RankedTensorType withEncoding(mlir::RankedTensorType t, mlir::Attribute encoding) {
   return mlir::RankedTensorType::get(t.getShape(), t.getElementType(), encoding);
