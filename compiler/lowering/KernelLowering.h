@@ -394,7 +394,10 @@ private:
   bool lowerVectorRed(tile::AtomicRMWOp op);
   Value emitAtomic(Operation *op, Value ptr, Value val, Value cmp, Location loc);
   bool lowerDot(tile::DotOp op);
-  bool lowerDotMma(tile::DotOp op, const Layout &lay, Value aS, Value bS);
+  // mma.sync into `lay`; A from shared memory at aS, or (aRegs not empty)
+  // from the registers of a product in the same rows.
+  bool lowerDotMma(tile::DotOp op, const Layout &lay, Value aS, Value bS,
+                   ArrayRef<Value> aRegs = {});
   bool lowerPrint(tile::PrintOp op);
   bool lowerAssert(tile::AssertOp op);
   bool lowerReduce(tile::ReduceOp op);

@@ -1231,7 +1231,8 @@ bool KernelLowering::lowerPrint(tile::PrintOp op) {
 // shared-memory copies, accumulators in the mma layout.
 //===----------------------------------------------------------------------===//
 
-bool KernelLowering::lowerDotMma(tile::DotOp op, const Layout &lay, Value aS, Value bS) {
+bool KernelLowering::lowerDotMma(tile::DotOp op, const Layout &lay, Value aS, Value bS,
+                                 ArrayRef<Value> aRegs) {
   Location loc = op.getLoc();
   auto at = op.getA().getType(), bt = op.getB().getType();
   int64_t K = at.getDimSize(1), N = bt.getDimSize(1);
@@ -1250,30 +1251,48 @@ bool KernelLowering::lowerDotMma(tile::DotOp op, const Layout &lay, Value aS, Va
       : "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {$0,$1,$2,$3}, {$4,$5,$6,$7}, {$8,$9}, {$10,$11,$12,$13};";
   auto resTy = LLVM::LLVMStructType::getLiteral(b_.getContext(), {f32, f32, f32, f32});
 
-  auto forOp = scf::ForOp::create(b_, loc, i32c(0, loc), i32c(K, loc), i32c(16, loc), accs);
-  {
-    OpBuilder::InsertionGuard guard(b_);
-    enterLoopBody(forOp);
-    Value k0 = forOp.getInductionVar();
+  // A (row-major M x K): the two halves of a register are adjacent in memory.
+  auto loadA = [&](Value row, Value col) -> Value {
+    Value idx = arith::AddIOp::create(b_, loc, arith::MulIOp::create(b_, loc, row, i32c(K, loc)), col);
+    Value p = smemPtr(aS, idx, i16, loc);
+    return LLVM::LoadOp::create(b_, loc, i32, p, 4);
+  };
+  // B (row-major K x N): k and k+1 are a row apart; pack two halves.
+  auto loadB = [&](Value k, Value col) -> Value {
+    Value i0 = arith::AddIOp::create(b_, loc, arith::MulIOp::create(b_, loc, k, i32c(N, loc)), col);
+    Value i1 = arith::AddIOp::create(b_, loc, i0, i32c(N, loc));
+    Value lo = LLVM::LoadOp::create(b_, loc, i16, smemPtr(bS, i0, i16, loc), 2);
+    Value hi = LLVM::LoadOp::create(b_, loc, i16, smemPtr(bS, i1, i16, loc), 2);
+    Value l32 = arith::ExtUIOp::create(b_, loc, i32, lo);
+    Value h32 = arith::ShLIOp::create(b_, loc, arith::ExtUIOp::create(b_, loc, i32, hi), i32c(16, loc));
+    return arith::OrIOp::create(b_, loc, l32, h32);
+  };
+  // Two 16-bit registers of A, packed low then high.
+  auto pack = [&](Value lo, Value hi) -> Value {
+    auto half = [&](Value x) -> Value {
+      return arith::ExtUIOp::create(b_, loc, i32, arith::BitcastOp::create(b_, loc, i16, x));
+    };
+    return arith::OrIOp::create(b_, loc, half(lo),
+                                arith::ShLIOp::create(b_, loc, half(hi), i32c(16, loc)));
+  };
+  // One k step of 16: fragments, then tm x tn mma.sync on `accs`. `kStep`
+  // (static) picks A's registers when A is in registers; `k0` is the step's
+  // first column of A.
+  // A's registers packed in pairs up front: its 16-bit values die at once.
+  SmallVector<Value> aPacked;
+  for (size_t r = 0; r + 1 < aRegs.size(); r += 2)
+    aPacked.push_back(pack(aRegs[r], aRegs[r + 1]));
+  auto step = [&](Value k0, int64_t kStep, SmallVector<Value> &next) {
     Value kc = arith::AddIOp::create(b_, loc, k0, t2);
-    // A (row-major M x K): the two halves of a register are adjacent in memory.
-    auto loadA = [&](Value row, Value col) -> Value {
-      Value idx = arith::AddIOp::create(b_, loc, arith::MulIOp::create(b_, loc, row, i32c(K, loc)), col);
-      Value p = smemPtr(aS, idx, i16, loc);
-      return LLVM::LoadOp::create(b_, loc, i32, p, 4);
-    };
-    // B (row-major K x N): k and k+1 are a row apart; pack two halves.
-    auto loadB = [&](Value k, Value col) -> Value {
-      Value i0 = arith::AddIOp::create(b_, loc, arith::MulIOp::create(b_, loc, k, i32c(N, loc)), col);
-      Value i1 = arith::AddIOp::create(b_, loc, i0, i32c(N, loc));
-      Value lo = LLVM::LoadOp::create(b_, loc, i16, smemPtr(bS, i0, i16, loc), 2);
-      Value hi = LLVM::LoadOp::create(b_, loc, i16, smemPtr(bS, i1, i16, loc), 2);
-      Value l32 = arith::ExtUIOp::create(b_, loc, i32, lo);
-      Value h32 = arith::ShLIOp::create(b_, loc, arith::ExtUIOp::create(b_, loc, i32, hi), i32c(16, loc));
-      return arith::OrIOp::create(b_, loc, l32, h32);
-    };
     SmallVector<SmallVector<Value, 4>> aFrag(lay.tm), bFrag(lay.tn);
     for (int64_t i = 0; i < lay.tm; ++i) {
+      if (!aRegs.empty()) {
+        // A in the accumulator layout of an M x K product: the fragment of
+        // rows 16i.. and columns 16 kStep.. is its two n8 tiles' registers.
+        int64_t t0 = (i * (K / 8) + 2 * kStep) * 2, t1 = t0 + 2;
+        aFrag[i] = {aPacked[t0], aPacked[t0 + 1], aPacked[t1], aPacked[t1 + 1]};
+        continue;
+      }
       // The thread's rows of tile i: its accumulator slots 0 and 2.
       Value r0 = coords(lay, i * lay.tn * 4)[0], r8 = coords(lay, i * lay.tn * 4 + 2)[0];
       Value c8 = arith::AddIOp::create(b_, loc, kc, i32c(8, loc));
@@ -1284,8 +1303,6 @@ bool KernelLowering::lowerDotMma(tile::DotOp op, const Layout &lay, Value aS, Va
       Value k8 = arith::AddIOp::create(b_, loc, kc, i32c(8, loc));
       bFrag[j] = {loadB(kc, c), loadB(k8, c)};
     }
-    (void)ea;
-    SmallVector<Value> next(forOp.getRegionIterArgs().begin(), forOp.getRegionIterArgs().end());
     for (int64_t i = 0; i < lay.tm; ++i)
       for (int64_t j = 0; j < lay.tn; ++j) {
         int64_t base = (i * lay.tn + j) * 4;
@@ -1301,14 +1318,29 @@ bool KernelLowering::lowerDotMma(tile::DotOp op, const Layout &lay, Value aS, Va
         for (int q = 0; q < 4; ++q)
           next[base + q] = LLVM::ExtractValueOp::create(b_, loc, asmOp.getResult(0), ArrayRef<int64_t>{q});
       }
-    scf::YieldOp::create(b_, loc, next);
-  }
+  };
+
   Lowered l;
   l.kind = Lowered::Dist;
   l.type = op.getType();
   l.layout = lay;
-  for (Value r : forOp.getResults())
-    l.regs.push_back(r);
+  if (!aRegs.empty()) {
+    // Registers are picked statically: the k steps unrolled.
+    for (int64_t ks = 0; ks < K / 16; ++ks)
+      step(i32c(int32_t(ks * 16), loc), ks, accs);
+    l.regs = accs;
+  } else {
+    auto forOp = scf::ForOp::create(b_, loc, i32c(0, loc), i32c(K, loc), i32c(16, loc), accs);
+    {
+      OpBuilder::InsertionGuard guard(b_);
+      enterLoopBody(forOp);
+      SmallVector<Value> next(forOp.getRegionIterArgs().begin(), forOp.getRegionIterArgs().end());
+      step(forOp.getInductionVar(), -1, next);
+      scf::YieldOp::create(b_, loc, next);
+    }
+    for (Value r : forOp.getResults())
+      l.regs.push_back(r);
+  }
   vals_[op.getResult()] = l;
   return true;
 }
@@ -1328,11 +1360,28 @@ bool KernelLowering::lowerDot(tile::DotOp op) {
     auto cv = v.getDefiningOp<tgpu::ConvertLayoutOp>();
     return cv ? cv.getSrc() : v;
   };
+  // The accumulator layout the planner chose (mma.sync's, or wgmma's rows).
+  if (tgpu::mmaEncodingOf(op.getType())) {
+    Layout lay = layoutOf(op.getType());
+    // A that is the product of another dot in the same rows (attention's P,
+    // in the accumulator layout of S) is used from its registers: mma.sync's
+    // A fragment of 16 columns is the accumulator's two n8 tiles there.
+    Value a = source(op.getA());
+    Lowered &la = lookup(a);
+    if (la.kind == Lowered::Dist && (ea.isF16() || ea.isBF16())) {
+      Layout al = layoutOfValue(a);
+      if (al.mma && !al.transposed && al.wn == 1 && lay.wn == 1 && al.wm == lay.wm &&
+          al.tm == lay.tm && al.wgRows == lay.wgRows && al.shape[1] == K) {
+        SmallVector<Value> regs = la.regs;
+        return lowerDotMma(op, lay, Value(), toSmem(source(op.getB()), loc), regs);
+      }
+    }
+    Value aS = toSmem(a, loc);
+    Value bS = toSmem(source(op.getB()), loc);
+    return lowerDotMma(op, lay, aS, bS);
+  }
   Value aS = toSmem(source(op.getA()), loc);
   Value bS = toSmem(source(op.getB()), loc);
-  // The accumulator layout the planner chose (mma.sync's, or wgmma's rows).
-  if (tgpu::mmaEncodingOf(op.getType()))
-    return lowerDotMma(op, layoutOf(op.getType()), aS, bS);
   if (std::optional<Layout> mma = unpipelinedMmaLayout(op, opts_.numWarps))
     return lowerDotMma(op, *mma, aS, bS);
   Layout lay = layoutOf(ct);
