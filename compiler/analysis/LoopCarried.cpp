@@ -27,6 +27,9 @@ int64_t registersOf(Type t, int64_t threads) {
   if (auto enc = tgpu::mmaEncodingOf(rt))
     if (auto acc = accLayoutFor(rt.getShape(), enc))
       l = *acc;
+  if (auto enc = tgpu::sliceEncodingOf(rt))
+    if (auto rows = rowsLayoutFor(rt.getDimSize(0), enc.getParent().getWarps()))
+      l = *rows;
   return (l.slots() * bits(rt.getElementType()) + 31) / 32;
 }
 
