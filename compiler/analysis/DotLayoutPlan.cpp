@@ -95,8 +95,7 @@ tgpu::MmaEncodingAttr DotLayoutPlanner::choose(tile::DotOp dot) {
                                           path == DotPath::Swapped);
     }
   }
-  if (std::optional<Layout> rows = unpipelinedRowsLayout(dot, opts.numWarps);
-      rows && feedsRowsOrDot(dot))
+  if (unpipelinedRowsLayout(dot, opts.numWarps) && feedsRowsOrDot(dot))
     return tgpu::MmaEncodingAttr::get(ctx, 3, opts.numWarps, false);
   if (unpipelinedMmaLayout(dot, opts.numWarps))
     return tgpu::MmaEncodingAttr::get(ctx, 2, opts.numWarps, false);

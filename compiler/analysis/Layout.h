@@ -173,6 +173,19 @@ inline Layout layoutFor(ArrayRef<int64_t> shape, int64_t threads) {
   return l;
 }
 
+/// The layout a tile of type `t` is in: its mma encoding's or row vector's
+/// (tgpu.slice), else blocked over `threads` (no encoding, or a dot operand:
+/// those registers stay blocked).
+inline Layout layoutOfType(RankedTensorType t, int64_t threads) {
+  if (auto enc = tgpu::mmaEncodingOf(t))
+    if (std::optional<Layout> l = accLayoutFor(t.getShape(), enc))
+      return *l;
+  if (auto enc = tgpu::sliceEncodingOf(t))
+    if (std::optional<Layout> l = rowsLayoutFor(t.getDimSize(0), enc.getParent().getWarps()))
+      return *l;
+  return layoutFor(t.getShape(), threads);
+}
+
 } // namespace tessera::analysis
 
 #endif

@@ -23,13 +23,7 @@ int64_t registersOf(Type t, int64_t threads) {
   auto rt = dyn_cast<RankedTensorType>(t);
   if (!rt)
     return (bits(t) + 31) / 32;
-  Layout l = layoutFor(rt.getShape(), threads);
-  if (auto enc = tgpu::mmaEncodingOf(rt))
-    if (auto acc = accLayoutFor(rt.getShape(), enc))
-      l = *acc;
-  if (auto enc = tgpu::sliceEncodingOf(rt))
-    if (auto rows = rowsLayoutFor(rt.getDimSize(0), enc.getParent().getWarps()))
-      l = *rows;
+  Layout l = layoutOfType(rt, threads);
   return (l.slots() * bits(rt.getElementType()) + 31) / 32;
 }
 

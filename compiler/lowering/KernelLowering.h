@@ -137,17 +137,8 @@ public:
     return known = arith::ConstantOp::create(b_, src_.getLoc(), attr);
   }
 
-  /// The layout a tile of type `t` is in: its mma encoding's, else blocked
-  /// (no encoding, or a dot operand: those registers stay blocked).
-  Layout layoutOf(RankedTensorType t) {
-    if (auto enc = tgpu::mmaEncodingOf(t))
-      if (std::optional<Layout> l = accLayoutFor(t.getShape(), enc))
-        return *l;
-    if (auto enc = tgpu::sliceEncodingOf(t))
-      if (std::optional<Layout> l = rowsLayoutFor(t.getDimSize(0), enc.getParent().getWarps()))
-        return *l;
-    return layoutFor(t.getShape(), threads_);
-  }
+  /// The layout a tile of type `t` is in (analysis::layoutOfType).
+  Layout layoutOf(RankedTensorType t) { return layoutOfType(t, threads_); }
   /// The layout a Dist value's registers are in.
   Layout layoutOfValue(Value v) {
     Lowered &l = lookup(v);
@@ -165,6 +156,10 @@ public:
   // layout's slot 2i + h, so that a row vector is found in registers at the
   // coordinates of its parent's slots (rowSlot).
   Value mmaRow(const Layout &l, int64_t i, int64_t h);
+  // An mma layout's first row for the thread's warp (`warp`: tid / 32), and
+  // the offset of the warp's tile i from it.
+  Value warpFirstRow(const Layout &l, Value warp, Location loc);
+  static int64_t tileFirstRow(const Layout &l, int64_t i) { return l.wgRows ? i * 64 : i * 16; }
   // The slot of a rows-layout tile (of the parent `l`) that holds the row
   // `row` (a value from mmaRow), or -1.
   int64_t rowSlot(const Layout &l, Value row);

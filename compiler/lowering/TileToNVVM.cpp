@@ -65,17 +65,11 @@ ArrayRef<Value> KernelLowering::coords(const Layout &l, int64_t s) {
       // C^T = B^T A^T: the warp's 16 rows are interleaved, row r of the
       // fragment at 2 * (r % 8) + r / 8, so that a thread's two rows are
       // adjacent (see Layout::transposed).
-      Value warpRow =
-          l.wgRows ? Value(arith::AddIOp::create(
-                         b_, loc, arith::MulIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, warp, i32c(2, loc)), i32c(l.tm * 64, loc)),
-                         arith::MulIOp::create(b_, loc, arith::AndIOp::create(b_, loc, warp, i32c(3, loc)), i32c(16, loc))))
-                   : Value(arith::MulIOp::create(b_, loc, arith::DivUIOp::create(b_, loc, warp, i32c(l.wn, loc)),
-                                                 i32c(l.tm * 16, loc)));
       Value group = arith::ShLIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, lane, i32c(2, loc)),
                                           i32c(1, loc));
       row = arith::AddIOp::create(
-          b_, loc, warpRow,
-          arith::AddIOp::create(b_, loc, group, i32c((l.wgRows ? i * 64 : i * 16) + (q >= 2), loc)));
+          b_, loc, warpFirstRow(l, warp, loc),
+          arith::AddIOp::create(b_, loc, group, i32c(tileFirstRow(l, i) + (q >= 2), loc)));
     } else {
       row = mmaRow(l, i, q >= 2);
     }
@@ -110,6 +104,16 @@ ArrayRef<Value> KernelLowering::coords(const Layout &l, int64_t s) {
   return coordCache_[{key, s}] = unflattenFrom(base, threads_ * l.vec, k * threads_ * l.vec, l.shape);
 }
 
+Value KernelLowering::warpFirstRow(const Layout &l, Value warp, Location loc) {
+  if (!l.wgRows)
+    return arith::MulIOp::create(b_, loc, arith::DivUIOp::create(b_, loc, warp, i32c(l.wn, loc)),
+                                 i32c(l.tm * 16, loc));
+  // Warpgroup warp / 4 owns tm blocks of 64 rows; warp w % 4 rows 16 (w % 4).. of each.
+  return arith::AddIOp::create(
+      b_, loc, arith::MulIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, warp, i32c(2, loc)), i32c(l.tm * 64, loc)),
+      arith::MulIOp::create(b_, loc, arith::AndIOp::create(b_, loc, warp, i32c(3, loc)), i32c(16, loc)));
+}
+
 static std::vector<int64_t> rowsKey(const Layout &l) { return {l.wm, l.wn, l.tm, l.wgRows}; }
 
 Value KernelLowering::mmaRow(const Layout &l, int64_t i, int64_t h) {
@@ -124,18 +128,9 @@ Value KernelLowering::mmaRow(const Layout &l, int64_t i, int64_t h) {
   Location loc = src_.getLoc();
   Value lane = arith::AndIOp::create(b_, loc, tid_, i32c(31, loc));
   Value warp = arith::ShRUIOp::create(b_, loc, tid_, i32c(5, loc));
-  Value wr = arith::DivUIOp::create(b_, loc, warp, i32c(l.wn, loc));
-  Value warpRow = arith::MulIOp::create(b_, loc, wr, i32c(l.tm * 16, loc));
-  int64_t tileRow = i * 16;
-  if (l.wgRows) {
-    warpRow = arith::AddIOp::create(
-        b_, loc, arith::MulIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, warp, i32c(2, loc)), i32c(l.tm * 64, loc)),
-        arith::MulIOp::create(b_, loc, arith::AndIOp::create(b_, loc, warp, i32c(3, loc)), i32c(16, loc)));
-    tileRow = i * 64;
-  }
   Value group = arith::ShRUIOp::create(b_, loc, lane, i32c(2, loc));
-  row = arith::AddIOp::create(b_, loc, warpRow,
-                              arith::AddIOp::create(b_, loc, group, i32c(tileRow + 8 * h, loc)));
+  row = arith::AddIOp::create(b_, loc, warpFirstRow(l, warp, loc),
+                              arith::AddIOp::create(b_, loc, group, i32c(tileFirstRow(l, i) + 8 * h, loc)));
   rowSlots_[row] = {rowsKey(l), 2 * i + h};
   return row;
 }
@@ -1360,29 +1355,25 @@ bool KernelLowering::lowerDot(tile::DotOp op) {
     auto cv = v.getDefiningOp<tgpu::ConvertLayoutOp>();
     return cv ? cv.getSrc() : v;
   };
+  Value a = source(op.getA()), bSrc = source(op.getB());
   // The accumulator layout the planner chose (mma.sync's, or wgmma's rows).
-  if (tgpu::mmaEncodingOf(op.getType())) {
-    Layout lay = layoutOf(op.getType());
+  bool planned = bool(tgpu::mmaEncodingOf(op.getType()));
+  std::optional<Layout> mma =
+      planned ? std::optional<Layout>(layoutOf(op.getType())) : unpipelinedMmaLayout(op, opts_.numWarps);
+  if (planned && (ea.isF16() || ea.isBF16()) && lookup(a).kind == Lowered::Dist) {
     // A that is the product of another dot in the same rows (attention's P,
     // in the accumulator layout of S) is used from its registers: mma.sync's
     // A fragment of 16 columns is the accumulator's two n8 tiles there.
-    Value a = source(op.getA());
-    Lowered &la = lookup(a);
-    if (la.kind == Lowered::Dist && (ea.isF16() || ea.isBF16())) {
-      Layout al = layoutOfValue(a);
-      if (al.mma && !al.transposed && al.wn == 1 && lay.wn == 1 && al.wm == lay.wm &&
-          al.tm == lay.tm && al.wgRows == lay.wgRows && al.shape[1] == K) {
-        SmallVector<Value> regs = la.regs;
-        return lowerDotMma(op, lay, Value(), toSmem(source(op.getB()), loc), regs);
-      }
+    Layout al = layoutOfValue(a);
+    if (al.mma && !al.transposed && al.wn == 1 && mma->wn == 1 && al.wm == mma->wm &&
+        al.tm == mma->tm && al.wgRows == mma->wgRows && al.shape[1] == K) {
+      SmallVector<Value> regs = lookup(a).regs; // a copy: staging B adds lowered values
+      return lowerDotMma(op, *mma, Value(), toSmem(bSrc, loc), regs);
     }
-    Value aS = toSmem(a, loc);
-    Value bS = toSmem(source(op.getB()), loc);
-    return lowerDotMma(op, lay, aS, bS);
   }
-  Value aS = toSmem(source(op.getA()), loc);
-  Value bS = toSmem(source(op.getB()), loc);
-  if (std::optional<Layout> mma = unpipelinedMmaLayout(op, opts_.numWarps))
+  Value aS = toSmem(a, loc);
+  Value bS = toSmem(bSrc, loc);
+  if (mma)
     return lowerDotMma(op, *mma, aS, bS);
   Layout lay = layoutOf(ct);
   SmallVector<Value> accs = materialize(op.getAcc(), loc);

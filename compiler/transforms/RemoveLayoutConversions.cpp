@@ -269,19 +269,6 @@ struct RemoveLayoutConversionsPass
     ConvertLayoutOp::getCanonicalizationPatterns(patterns, ctx);
     patterns.add<CarryInConvertedLayout, SinkConversionThroughElementwise, ReduceIntoRows,
                  StoreInAnyLayout>(ctx);
-    // Only layout-related ops are rewritten or folded: the rest of the kernel
-    // (already canonicalized) stays as it is, constants where they are.
-    auto rewritable = [](Operation *op) {
-      bool tileResult =
-          op->getNumResults() == 1 && isa<RankedTensorType>(op->getResult(0).getType());
-      return isa<ConvertLayoutOp, scf::ForOp, tile::StoreOp, tile::ReduceOp>(op) ||
-             (OpTrait::hasElementwiseMappableTraits(op) && tileResult);
-    };
-    SmallVector<Operation *> ops;
-    getOperation().walk([&](Operation *op) {
-      if (rewritable(op))
-        ops.push_back(op);
-    });
     GreedyRewriteConfig config;
     config.setStrictness(GreedyRewriteStrictness::ExistingAndNewOps);
     config.enableConstantCSE(false);
@@ -290,16 +277,21 @@ struct RemoveLayoutConversionsPass
     // Rounds until nothing changes: a rewrite can enable one on an op the
     // driver does not revisit (a conversion left with one user).
     for (int round = 0; round < 8; ++round) {
+      // Only layout-related ops are rewritten or folded: the rest of the
+      // kernel (already canonicalized) stays as it is, constants where they are.
+      SmallVector<Operation *> ops;
+      getOperation().walk([&](Operation *op) {
+        bool tileResult =
+            op->getNumResults() == 1 && isa<RankedTensorType>(op->getResult(0).getType());
+        if (isa<ConvertLayoutOp, scf::ForOp, tile::StoreOp, tile::ReduceOp>(op) ||
+            (OpTrait::hasElementwiseMappableTraits(op) && tileResult))
+          ops.push_back(op);
+      });
       bool changed = false;
       if (failed(applyOpPatternsGreedily(ops, frozen, config, &changed)))
         return signalPassFailure();
       if (!changed)
         break;
-      ops.clear();
-      getOperation().walk([&](Operation *op) {
-        if (rewritable(op))
-          ops.push_back(op);
-      });
     }
     // Conversions, expansions and splat constants left without users by the
     // rewrites (a dead conversion would still be lowered through shared memory).
