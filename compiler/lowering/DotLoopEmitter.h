@@ -7,6 +7,7 @@
 #define TESSERA_LOWERING_DOTLOOPEMITTER_H
 
 #include "KernelLowering.h"
+#include "StageCopier.h"
 #include "analysis/TensorMapAnalysis.h"
 
 #include <cstdio>
@@ -37,7 +38,7 @@ public:
       : kl_(kl), opts_(opts), smem_(smem), vals_(vals), b_(b), op_(op), m_(m), loc(op.getLoc()),
         ctx(b.getContext()),
         i32(b_.getI32Type()), i64(b_.getI64Type()), ptr3(LLVM::LLVMPointerType::get(ctx, 3)),
-        ea(m.dot.getA().getType().getElementType()),
+        ea(m.dot.getA().getType().getElementType()), copier_(kl, b, op.getLoc(), ea),
         accTy(m.dot.getAcc().getType().getElementType()), half(kind.half), tf32(kind.tf32),
         int8(kind.int8), swap(swapAB), ws(warpSpecialized), kMajorB(bool(m.transB)), bViaRegs(!half && !swap && !kMajorB), bStageKMajor(bViaRegs || kMajorB), BM(m.dot.getA().getType().getDimSize(0)),
         BK(m.dot.getA().getType().getDimSize(1)), BN(m.dot.getB().getType().getDimSize(1)),
@@ -88,8 +89,6 @@ private:
     unsigned index;
     Value base, offset0, step;
   };
-  /// Where a copied chunk goes: byte offset from (row, byte in row).
-  using Placement = std::function<Value(Value, Value)>;
 
   KernelLowering &kl_;
   const CompileOptions &opts_;
@@ -103,6 +102,8 @@ private:
   const Type i32, i64;
   const LLVM::LLVMPointerType ptr3;
   const Type ea;    // operand element type
+  // The cp.async copies into the swizzled stages (StageCopier.h).
+  StageCopier copier_;
   const Type accTy; // accumulator element type
   const bool half, tf32, int8;
   // tf32 as C^T = B^T A^T: B^T is wgmma's A operand, loaded into registers
@@ -211,32 +212,21 @@ private:
   // Binds every advancing pointer tile to its value in iteration j.
   void bindOffsets(Value j /*i32*/);
 
-  // Copies one operand tile of iteration j into the stage at byte address
-  // `dst`, in the swizzled layout: row r, byte b of the row lands in column
-  // block b / W (each block holds every row, W bytes per row), and within the
-  // 8-row swizzle atom its 16-byte unit is XORed with the row's low bits.
-  Layout copyLayout(tile::LoadOp ld);
-  // What axis info proves about an operand's 16-byte chunks, which decides
-  // how issueCopy copies them (and whether warp specialization may).
-  struct CopyFacts {
-    bool aligned;   // every chunk starts 16-byte aligned
-    bool maskWhole; // every chunk is all in or all out of the mask
-    bool fourByte;  // 4-byte elements at 4-byte aligned addresses: when not
-                    // aligned and whole, copied as four 4-byte cp.async
-    // No element-wise path: every copy is a cp.async.
-    bool async() const { return (aligned && maskWhole) || fourByte; }
-  };
-  CopyFacts copyFacts(tile::LoadOp ld);
-  // Byte offset of element (r, c) in a stage buffer of R rows whose rows are
-  // W-byte swizzled (see issueCopy).
-  Value swizzled(Value r, Value colByte, int64_t R, int64_t W);
-  // The placement into a stage buffer of R rows, W-byte swizzled.
-  Placement swizzledIn(int64_t R, int64_t W);
+  using CopyFacts = StageCopier::CopyFacts;
+  using Placement = StageCopier::Placement;
+  Layout copyLayout(tile::LoadOp ld) { return copier_.copyLayout(ld); }
+  CopyFacts copyFacts(tile::LoadOp ld) { return copier_.copyFacts(ld); }
+  Value swizzled(Value r, Value colByte, int64_t R, int64_t W) {
+    return copier_.swizzled(r, colByte, R, W);
+  }
+  Placement swizzledIn(int64_t R, int64_t W) { return copier_.swizzledIn(R, W); }
   // Where a copied chunk of B goes in its stage (N-major or K-major rows).
   Placement bPlacement() { return swizzledIn(kMajorB ? BN : BK, WB); }
   // Copies one operand tile of iteration j to shared memory at `dst` +
-  // place(row, byte in row).
-  bool issueCopy(tile::LoadOp ld, Value dst, const Placement &place);
+  // place(row, byte in row); in warp-specialized code, by the producers.
+  bool issueCopy(tile::LoadOp ld, Value dst, const Placement &place) {
+    return copier_.issueCopy(ld, dst, place, ptid, P);
+  }
 
   // Chunk k of this thread: groups of 16 consecutive chunks run down K, so a
   // warp covers 16 K rows x 2 chunks along N. Its transposed stores then land

@@ -1,0 +1,151 @@
+// StageCopier: cp.async copies of operand tiles into swizzled stage buffers
+// (StageCopier.h).
+#include "StageCopier.h"
+
+namespace tessera::lowering::detail {
+
+StageCopier::StageCopier(KernelLowering &kl, OpBuilder &b, Location loc, Type ea)
+    : kl_(kl), b_(b), loc_(loc), ea_(ea), i32(b.getI32Type()), eb_(ea.getIntOrFloatBitWidth() / 8), vecElems_(16 / eb_),
+      ptr3_(LLVM::LLVMPointerType::get(b.getContext(), 3)) {}
+
+StageCopier::CopyFacts StageCopier::copyFacts(tile::LoadOp ld) {
+  AxisInfo pa = kl_.axis().get(ld.getPtr());
+  CopyFacts f;
+  f.aligned = pa.divisibility.back() >= 16;
+  f.maskWhole = !ld.getMask() || kl_.axis().get(ld.getMask()).constancy.back() >= vecElems_;
+  f.fourByte = eb_ == 4 && pa.divisibility.back() >= 4;
+  return f;
+}
+
+Layout StageCopier::copyLayout(tile::LoadOp ld) {
+  auto rt = cast<RankedTensorType>(ld.getType());
+  Layout cl;
+  cl.shape = {rt.getDimSize(0), rt.getDimSize(1)};
+  cl.total = cl.shape[0] * cl.shape[1];
+  cl.vec = vecElems_;
+  cl.chunks = cl.total / (kl_.threads() * vecElems_);
+  return cl;
+}
+
+Value StageCopier::swizzled(Value r, Value colByte, int64_t R, int64_t W) {
+  Value blk = arith::DivUIOp::create(b_, loc_, colByte, c32(W));
+  Value inRow = arith::RemUIOp::create(b_, loc_, colByte, c32(W));
+  Value o = arith::AddIOp::create(b_, loc_, arith::MulIOp::create(b_, loc_, r, c32(W)), inRow);
+  Value sw = arith::ShLIOp::create(
+      b_, loc_,
+      arith::AndIOp::create(b_, loc_, arith::ShRUIOp::create(b_, loc_, o, c32(7)), c32(W / 16 - 1)),
+      c32(4));
+  return arith::AddIOp::create(b_, loc_, arith::MulIOp::create(b_, loc_, blk, c32(R * W)),
+                               arith::XOrIOp::create(b_, loc_, o, sw));
+}
+
+StageCopier::Placement StageCopier::swizzledIn(int64_t R, int64_t W) {
+  return [this, R, W](Value r, Value colByte) { return swizzled(r, colByte, R, W); };
+}
+
+bool StageCopier::issueCopy(tile::LoadOp ld, Value dst, const Placement &place, Value producerTid,
+                            int64_t producers) {
+  Layout cl = copyLayout(ld);
+  if (producerTid) // the producer warpgroup's chunks
+    cl.chunks = cl.total / (producers * vecElems_);
+  auto [aligned, maskWhole, fourByte] = copyFacts(ld);
+  SmallVector<Value> fast, dsts, ptrs;
+  SmallVector<SmallVector<Value>> masks;
+  // Chunk k of the producer's is flat index producerTid * vec + k * producers * vec.
+  Value pbase = producerTid ? Value(arith::MulIOp::create(b_, loc_, producerTid, c32(vecElems_))) : Value();
+  for (int64_t k = 0; k < cl.chunks; ++k) {
+    int64_t s0 = k * vecElems_;
+    SmallVector<Value> c;
+    if (producerTid)
+      c = kl_.unflattenFrom(pbase, producers * vecElems_, k * producers * vecElems_, cl.shape);
+    else
+      c = llvm::to_vector(kl_.coords(cl, s0));
+    // Byte offset of the chunk in the stage buffer.
+    Value phys = place(c[0], arith::MulIOp::create(b_, loc_, c[1], c32(eb_)));
+    dsts.push_back(arith::AddIOp::create(b_, loc_, dst, phys));
+    // The chunk's elements are contiguous (checked above): one address, and
+    // the lanes' coordinates computed here rather than kept from the entry.
+    Value p0 = kl_.elem(ld.getPtr(), c, loc_);
+    SmallVector<Value> mk;
+    for (int64_t v = 0; ld.getMask() && v < (maskWhole ? 1 : vecElems_); ++v) {
+      SmallVector<Value> cv{c[0], v ? Value(arith::AddIOp::create(b_, loc_, c[1], c32(v))) : c[1]};
+      mk.push_back(kl_.elem(ld.getMask(), cv, loc_));
+    }
+    if (!(aligned && maskWhole) && fourByte) {
+      // 4-byte elements: a chunk that may be misaligned (ROAST's hashed
+      // offsets, odd leading dimensions) or partly masked is copied as one
+      // 16-byte cp.async when aligned and whole at run time, else as four
+      // 4-byte ones, each zero-filled when masked off. Every copy stays
+      // asynchronous: no element-wise path.
+      SmallVector<Value> sizes;
+      for (int64_t v = 0; v < vecElems_; ++v) {
+        Value m = mk.empty() ? Value() : mk[maskWhole ? 0 : v];
+        sizes.push_back(m ? Value(arith::SelectOp::create(b_, loc_, m, c32(4), c32(0))) : c32(4));
+      }
+      Value wide = kl_.vectorGuard(mk, p0, 16, aligned, loc_);
+      if (!wide)
+        wide = arith::ConstantOp::create(b_, loc_, b_.getBoolAttr(true));
+      SmallVector<Value> operands{dsts.back(), p0, arith::ExtUIOp::create(b_, loc_, i32, wide)};
+      operands.append(sizes.begin(), sizes.end());
+      asmCall({}, operands,
+              "{\n.reg .pred p;\nsetp.ne.b32 p, $2, 0;\n"
+              "@p cp.async.cg.shared.global [$0], [$1], 16;\n"
+              "@!p cp.async.ca.shared.global [$0], [$1], 4, $3;\n"
+              "@!p cp.async.ca.shared.global [$0+4], [$1+4], 4, $4;\n"
+              "@!p cp.async.ca.shared.global [$0+8], [$1+8], 4, $5;\n"
+              "@!p cp.async.ca.shared.global [$0+12], [$1+12], 4, $6;\n}",
+              "r,l,r,r,r,r,r,~{memory}");
+      continue;
+    }
+    if (aligned && maskWhole) {
+      // Every chunk is all in or all out: a masked-off chunk copies 0 source
+      // bytes and is zero-filled, so there is no slow path to test for.
+      Value bytes =
+          mk.empty() ? c32(16) : Value(arith::SelectOp::create(b_, loc_, mk[0], c32(16), c32(0)));
+      asmCall({}, {dsts.back(), p0, bytes}, "cp.async.cg.shared.global [$0], [$1], 16, $2;",
+              "r,l,r,~{memory}");
+      continue;
+    }
+    Value ok = kl_.vectorGuard(mk, p0, 16, aligned, loc_);
+    if (!ok)
+      ok = arith::ConstantOp::create(b_, loc_, b_.getBoolAttr(true));
+    fast.push_back(ok);
+    ptrs.push_back(p0);
+    masks.push_back(mk);
+    asmCall({}, {dsts.back(), p0, arith::ExtUIOp::create(b_, loc_, i32, ok)},
+            "{\n.reg .pred p;\nsetp.ne.b32 p, $2, 0;\n"
+            "@p cp.async.cg.shared.global [$0], [$1], 16;\n}",
+            "r,l,r,~{memory}");
+  }
+  if (fast.empty())
+    return true;
+  // Chunks that are partly masked, or misaligned: element by element, with
+  // plain shared stores (made visible by the fence and barrier before use).
+  Value anySlow;
+  for (Value f : fast) {
+    Value notF = arith::XOrIOp::create(b_, loc_, f,
+                                       arith::ConstantOp::create(b_, loc_, b_.getBoolAttr(true)));
+    anySlow = anySlow ? Value(arith::OrIOp::create(b_, loc_, anySlow, notF)) : notF;
+  }
+  auto slowIf = kl_.makeIf(anySlow, false, loc_);
+  OpBuilder::InsertionGuard g(b_);
+  b_.setInsertionPointToStart(slowIf.thenBlock());
+  for (size_t k = 0; k < fast.size(); ++k) {
+    Value notF = arith::XOrIOp::create(b_, loc_, fast[k],
+                                       arith::ConstantOp::create(b_, loc_, b_.getBoolAttr(true)));
+    auto chunkIf = kl_.makeIf(notF, false, loc_);
+    OpBuilder::InsertionGuard g2(b_);
+    b_.setInsertionPointToStart(chunkIf.thenBlock());
+    for (int64_t v = 0; v < vecElems_; ++v) {
+      Value mask = masks[k].empty() ? Value() : masks[k][maskWhole ? 0 : v];
+      Value p = LLVM::GEPOp::create(b_, loc_, ptrs[k].getType(), ea_, ptrs[k],
+                                    ArrayRef<LLVM::GEPArg>{int32_t(v)});
+      Value val = kl_.maskedLoad(ea_, p, mask, Value(), false, loc_);
+      Value addr = arith::AddIOp::create(b_, loc_, dsts[k], c32(v * eb_));
+      LLVM::StoreOp::create(b_, loc_, val, LLVM::IntToPtrOp::create(b_, loc_, ptr3_, addr), eb_);
+    }
+  }
+  return true;
+}
+
+} // namespace tessera::lowering::detail

@@ -1,0 +1,66 @@
+// StageCopier: copies an operand tile from global memory into a shared-memory
+// stage buffer with cp.async, in the swizzled form that wgmma and ldmatrix
+// read. Shared by the pipelined dot loop (DotLoopEmitter) and the staged dot
+// loop (StagedDotLoop.cpp), whose stage rings hold the same layout.
+#ifndef TESSERA_LOWERING_STAGECOPIER_H
+#define TESSERA_LOWERING_STAGECOPIER_H
+
+#include "KernelLowering.h"
+
+#include <functional>
+
+namespace tessera::lowering::detail {
+
+class StageCopier {
+public:
+  /// Copies of tiles with `ea` elements, emitted with `kl`'s builder at `loc`.
+  StageCopier(KernelLowering &kl, OpBuilder &b, Location loc, Type ea);
+
+  /// What axis info proves about an operand's 16-byte chunks, which decides
+  /// how issueCopy copies them (and whether warp specialization may).
+  struct CopyFacts {
+    bool aligned;   // every chunk starts 16-byte aligned
+    bool maskWhole; // every chunk is all in or all out of the mask
+    bool fourByte;  // 4-byte elements at 4-byte aligned addresses: when not
+                    // aligned and whole, copied as four 4-byte cp.async
+    // No element-wise path: every copy is a cp.async.
+    bool async() const { return (aligned && maskWhole) || fourByte; }
+  };
+  CopyFacts copyFacts(tile::LoadOp ld);
+  /// The threads' 16-byte chunks of a loaded tile.
+  Layout copyLayout(tile::LoadOp ld);
+
+  /// Where a copied chunk goes: byte offset from (row, byte in row).
+  using Placement = std::function<Value(Value, Value)>;
+  /// Byte offset of element (r, c) in a stage buffer of R rows whose rows are
+  /// W-byte swizzled: row r, byte b of the row lands in column block b / W
+  /// (each block holds every row, W bytes per row), and within the 8-row
+  /// swizzle atom its 16-byte unit is XORed with the row's low bits.
+  Value swizzled(Value r, Value colByte, int64_t R, int64_t W);
+  /// The placement into a stage buffer of R rows, W-byte swizzled.
+  Placement swizzledIn(int64_t R, int64_t W);
+
+  /// Copies one operand tile (under the current binding of the loop body) to
+  /// shared memory at `dst` + place(row, byte in row). With `producerTid`,
+  /// only the `producers` threads of a producer warpgroup copy, that one
+  /// being the thread's index among them.
+  bool issueCopy(tile::LoadOp ld, Value dst, const Placement &place, Value producerTid = Value(),
+                 int64_t producers = 0);
+
+private:
+  Value c32(int64_t v) { return kl_.i32c(v, loc_); }
+  void asmCall(TypeRange results, ValueRange operands, StringRef text, StringRef constraints) {
+    kl_.sideEffectAsm(results, operands, text, constraints, loc_);
+  }
+
+  KernelLowering &kl_;
+  OpBuilder &b_;
+  Location loc_;
+  Type ea_, i32;
+  int64_t eb_, vecElems_;
+  LLVM::LLVMPointerType ptr3_;
+};
+
+} // namespace tessera::lowering::detail
+
+#endif
