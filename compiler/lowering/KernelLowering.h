@@ -357,9 +357,26 @@ public:
 
   // ---- op lowering ----
   bool lowerOp(Operation *op);
+  // A tile value as its registers (flatten), and registers bound back to a
+  // tile value from position `pos` of `flat` (loop-carried values).
+  void flatten(Value v, SmallVector<Value> &out, Location loc, const Layout *l = nullptr);
+  SmallVector<Type> flatTypes(Type t);
+  void bindFlat(Value v, ValueRange flat, size_t &pos, const Layout *l = nullptr);
+
+  // A scope of the lowering (a region): the memo of lowered values, and the
+  // shared-memory copies that toSmem made in it, released when it ends (the
+  // memo that could find them ends with it).
+  void pushScope() {
+    vals_.pushScope();
+    scopeCopies_.emplace_back();
+  }
+  void popScope();
 
 private:
   bool lowerBlock(Block &blk);
+  // Whether `u` converts `v` to a dot operand for a dot inside a loop nested
+  // in v's region that is not pipelined (attention's Q): staged where defined.
+  bool isDotOperandInLoop(Operation *u, Value v);
   bool lowerElementwise(Operation *op);
   // Slices (RowReduce.cpp, TileToNVVM.cpp): a reduction result, or an
   // elementwise function of reduction results, read in the reduced tile's
@@ -448,22 +465,17 @@ private:
   // An outer loop over tiles around a pipelined dot loop, warp-specialized
   // across its iterations (PipelinedDotLoop.cpp); nullopt: not that form.
   std::optional<bool> lowerPersistentDotLoop(scf::ForOp op);
+  /// A loop whose dots read tiles loaded in it, with more than a matmul's
+  /// body (attention): the loads copied ahead into stage rings, the dots on
+  /// wgmma (StagedDotLoop.cpp). Nothing when the loop does not have that form.
+  std::optional<bool> lowerStagedDotLoop(scf::ForOp op);
+  // Whether lowerStagedDotLoop takes `op` (its invariant A operands are then
+  // staged by it, not where they are defined).
+  bool stagesDotLoop(scf::ForOp op);
   bool lowerIf(scf::IfOp op);
   bool lowerWhile(scf::WhileOp op);
   SmallVector<Value> combine(Region &combiner, ValueRange lhs, ValueRange rhs);
   Value shuffleXor(Value v, int offset, Location loc);
-  void flatten(Value v, SmallVector<Value> &out, Location loc, const Layout *l = nullptr);
-  SmallVector<Type> flatTypes(Type t);
-  void bindFlat(Value v, ValueRange flat, size_t &pos, const Layout *l = nullptr);
-
-  // A scope of the lowering (a region): the memo of lowered values, and the
-  // shared-memory copies that toSmem made in it, released when it ends (the
-  // memo that could find them ends with it).
-  void pushScope() {
-    vals_.pushScope();
-    scopeCopies_.emplace_back();
-  }
-  void popScope();
 
   ModuleOp module_;
   func::FuncOp src_, dst_;

@@ -45,13 +45,14 @@ bool KernelLowering::lowerStoreThroughSmem(tile::StoreOp op, const Layout &mmaLa
   // Transient: after the tiles staged in the scratch (which stay live), and
   // not counted as taken.
   int64_t off = smem_.transientScratch(bytes, 128);
+  SmemTemps temps(smem_); // else a temporary: a finished loop's space, reused
   if (off < 0) {
     // 128-byte aligned: a warp's 16-byte reads of a row then touch as few
     // 128-byte lines as the padding allows.
     smem_.alignEnd(128);
     if (!smem_.fits(bytes))
       return false;
-    off = smem_.allocate(bytes);
+    off = temps.take(bytes, 128);
   }
   auto ptr3 = LLVM::LLVMPointerType::get(b_.getContext(), 3);
   Value base = LLVM::PtrToIntOp::create(b_, loc, b_.getI32Type(), smemBase(off, loc));

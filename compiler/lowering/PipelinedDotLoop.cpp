@@ -671,7 +671,7 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
   bool hasDot = llvm::any_of(op.getBody()->getOperations(),
                              [](Operation &o) { return isa<tile::DotOp>(o); });
   auto notPipelined = [&](const std::string &why) -> std::optional<bool> {
-    if (hasDot)
+    if (hasDot && !stagesDotLoop(op)) // a staged loop has its own remark
       remark(op, "dot loop not pipelined: " + why);
     return std::nullopt;
   };

@@ -502,14 +502,17 @@ Value KernelLowering::addTensorMapParam(const TensorMapSpec &spec, Location loc)
 
 // Whether `u` converts `v` to a dot operand for a dot inside a loop nested in
 // v's region (not a pipelined one: those load both operands in the loop).
-static bool isDotOperandInLoop(Operation *u, Value v) {
+// A staged dot loop stages such operands itself.
+bool KernelLowering::isDotOperandInLoop(Operation *u, Value v) {
   auto cv = dyn_cast<tgpu::ConvertLayoutOp>(u);
   if (!cv || !isa_and_present<tgpu::DotOperandEncodingAttr>(cv.getType().getEncoding()))
     return false;
   Region *home = v.getParentRegion();
   return llvm::any_of(cv->getUsers(), [&](Operation *d) {
-    return isa<tile::DotOp>(d) && d->getParentRegion() != home &&
-           home->isAncestor(d->getParentRegion());
+    if (!isa<tile::DotOp>(d) || d->getParentRegion() == home || !home->isAncestor(d->getParentRegion()))
+      return false;
+    auto loop = dyn_cast<scf::ForOp>(d->getParentOp());
+    return !(loop && stagesDotLoop(loop));
   });
 }
 
@@ -1666,6 +1669,8 @@ bool KernelLowering::lowerFor(scf::ForOp op) {
     return *persistent;
   if (std::optional<bool> pipelined = lowerPipelinedDotLoop(op))
     return *pipelined;
+  if (std::optional<bool> staged = lowerStagedDotLoop(op))
+    return *staged;
   Location loc = op.getLoc();
   // A carried tile stays in its type's layout across iterations (layout
   // assignment keeps a dot's accumulator in its mma layout).

@@ -1,0 +1,545 @@
+// Staged dot loop: a loop whose dots read tiles that the loop loads, with
+// more in the body than the one dot of a matmul (FlashAttention's inner loop:
+// S = Q K^T, a softmax, O += P V):
+//
+//   for start_n in range(lo, hi, BLOCK_N):
+//       k = load(...)                      # staged: copied ahead by cp.async
+//       s = dot(q, trans(k))               # wgmma: Q staged once, K K-major
+//       ... softmax of s, in registers ...
+//       v = load(...)                      # staged
+//       acc = dot(p.to(f16), v, acc)       # wgmma: P from registers, V N-major
+//
+// Each load that only feeds a dot's B operand (possibly through trans) gets a
+// ring of num_stages stage buffers in the swizzled form wgmma reads, and its
+// copies for iteration i + S - 1 are issued at the top of iteration i, after
+// the barrier that says every warp is done with the slot they overwrite. Their
+// addresses come from lowering the load's address arithmetic again with the
+// induction variable bound to that iteration (as the pipelined dot loop does).
+// A dot's A operand is either invariant in the loop (staged once, before it,
+// K-major) or a tile in the wgmma accumulator layout (the registers of the
+// previous product, wgmma's register-A form). Everything else in the body is
+// lowered generically, with the dot results bound to the wgmma accumulators.
+#include "KernelLowering.h"
+#include "StageCopier.h"
+#include "DotLoopEmitter.h" // descHigh
+
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace tessera::lowering::detail {
+namespace {
+
+/// A dot of the loop computed by wgmma.
+struct StagedDot {
+  tile::DotOp dot;
+  tile::LoadOp loadB;
+  bool kMajorB = false; // dot(a, trans(load)): B given N x K, K contiguous
+  Value invariantA;     // A defined outside the loop (staged once), else null
+  Value regsA;          // A from registers: the tile before its conversion
+  int64_t M = 0, N = 0, K = 0;
+};
+
+/// The parts of a loop that the staged lowering needs.
+struct StagedLoop {
+  SmallVector<StagedDot> dots;
+  // Ops of the body that the lowering does not lower: the staged loads and
+  // the trans / convert_layout ops between them (and the A operands) and the dots.
+  llvm::SmallPtrSet<Operation *, 16> skipped;
+  // Body ops that the staged loads' addresses and masks depend on, in order.
+  SmallVector<Operation *> addressOps;
+};
+
+Value stripConverts(Value v) {
+  while (auto cv = v.getDefiningOp<tgpu::ConvertLayoutOp>())
+    v = cv.getSrc();
+  return v;
+}
+
+bool isZeroConstant(Value v) {
+  if (!v)
+    return true;
+  DenseElementsAttr dense;
+  if (!matchPattern(v, m_Constant(&dense)) || !dense.isSplat())
+    return false;
+  Attribute a = dense.getSplatValue<Attribute>();
+  if (auto f = dyn_cast<FloatAttr>(a))
+    return f.getValue().isZero();
+  if (auto i = dyn_cast<IntegerAttr>(a))
+    return i.getValue().isZero();
+  return false;
+}
+
+/// The wgmma accumulator layout of an M x N product, when `t` is in it.
+bool inWgmmaAccLayout(RankedTensorType t, int64_t numWarps) {
+  auto enc = tgpu::mmaEncodingOf(t);
+  if (!enc || enc.getTransposed() || t.getRank() != 2)
+    return false;
+  std::optional<Layout> l = accLayoutFor(t.getShape(), enc);
+  return l && *l == wgmmaAccLayout(t.getDimSize(0), t.getDimSize(1), numWarps);
+}
+
+/// The staged form of `op`, or nothing.
+std::optional<StagedLoop> matchStagedLoop(scf::ForOp op, const CompileOptions &opts,
+                                          const Target &target, AxisInfoAnalysis &axis) {
+  if (!isWgmmaTarget(target, opts.numWarps) || opts.numStages < 2 || matchDotLoop(op))
+    return std::nullopt;
+  Block *body = op.getBody();
+  StagedLoop m;
+  for (Operation &o : body->without_terminator()) {
+    // Only loads may touch memory: a store could alias a tile copied ahead.
+    if (!isa<tile::LoadOp>(o) && !isMemoryEffectFree(&o))
+      return std::nullopt;
+    auto dot = dyn_cast<tile::DotOp>(o);
+    if (!dot)
+      continue;
+    std::optional<WgmmaKind> kind = wgmmaKindOf(dot);
+    if (!kind || !kind->half || !inWgmmaAccLayout(dot.getType(), opts.numWarps))
+      return std::nullopt;
+    StagedDot d;
+    d.dot = dot;
+    d.M = dot.getType().getDimSize(0);
+    d.N = dot.getType().getDimSize(1);
+    d.K = dot.getA().getType().getDimSize(1);
+    if (d.K % 16 || d.N % 8 || d.N > 256)
+      return std::nullopt;
+    // B: load -> [convert] -> [trans] -> [convert] -> dot, each op used once.
+    SmallVector<Operation *> chain;
+    Value v = dot.getB();
+    while (true) {
+      Operation *def = v.getDefiningOp();
+      if (!def || def->getBlock() != body || !def->hasOneUse())
+        return std::nullopt;
+      chain.push_back(def);
+      if (auto cv = dyn_cast<tgpu::ConvertLayoutOp>(def)) {
+        v = cv.getSrc();
+      } else if (auto tr = dyn_cast<tile::TransOp>(def)) {
+        if (d.kMajorB)
+          return std::nullopt;
+        d.kMajorB = true;
+        v = tr.getSrc();
+      } else if (auto ld = dyn_cast<tile::LoadOp>(def)) {
+        d.loadB = ld;
+        break;
+      } else {
+        return std::nullopt;
+      }
+    }
+    tile::LoadOp ld = d.loadB;
+    auto lt = cast<RankedTensorType>(ld.getType());
+    int64_t eb = lt.getElementType().getIntOrFloatBitWidth() / 8;
+    if (!isZeroConstant(ld.getOther()) || !rowsContiguous(axis, ld, eb) ||
+        (lt.getDimSize(1) * eb) % 16 || lt.getNumElements() % (32 * opts.numWarps * (16 / eb)))
+      return std::nullopt;
+    // A: invariant in the loop, or registers in the accumulator layout.
+    Value a = dot.getA();
+    if (auto cv = a.getDefiningOp<tgpu::ConvertLayoutOp>()) {
+      if (cv->getBlock() == body) {
+        if (!cv->hasOneUse())
+          return std::nullopt;
+        chain.push_back(cv);
+      }
+    }
+    Value aSrc = stripConverts(a);
+    if (!op->isProperAncestor(aSrc.getParentRegion()->getParentOp()) &&
+        aSrc.getParentRegion() != &op.getRegion()) {
+      d.invariantA = aSrc;
+    } else {
+      auto at = cast<RankedTensorType>(aSrc.getType());
+      if (!inWgmmaAccLayout(at, opts.numWarps))
+        return std::nullopt;
+      d.regsA = aSrc;
+    }
+    m.skipped.insert(chain.begin(), chain.end());
+    m.skipped.insert(dot);
+    m.dots.push_back(d);
+  }
+  if (m.dots.empty())
+    return std::nullopt;
+  // The staged loads' addresses: pure ops of the body that depend only on the
+  // induction variable and values from outside the loop.
+  llvm::SmallPtrSet<Operation *, 32> slice;
+  SmallVector<Value> work;
+  for (StagedDot &d : m.dots) {
+    work.push_back(d.loadB.getPtr());
+    if (d.loadB.getMask())
+      work.push_back(d.loadB.getMask());
+  }
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      if (arg.getOwner() == body && arg != op.getInductionVar())
+        return std::nullopt; // a carried value: not computable ahead
+      continue;
+    }
+    Operation *def = v.getDefiningOp();
+    if (!def || !op->isAncestor(def))
+      continue;
+    if (def->getBlock() != body || def->getNumRegions() || !isMemoryEffectFree(def) ||
+        m.skipped.contains(def))
+      return std::nullopt;
+    if (slice.insert(def).second)
+      work.append(def->operand_begin(), def->operand_end());
+  }
+  for (Operation &o : body->without_terminator())
+    if (slice.contains(&o))
+      m.addressOps.push_back(&o);
+  return m;
+}
+
+/// Emits the staged loop (see the file comment).
+class StagedDotLoopEmitter {
+public:
+  StagedDotLoopEmitter(KernelLowering &kl, OpBuilder &b, SharedMemoryAllocator &smem,
+                       LoweredValues &vals, const CompileOptions &opts, scf::ForOp op,
+                       StagedLoop &m, int64_t stages)
+      : kl_(kl), b_(b), smem_(smem), vals_(vals), opts_(opts), op_(op), m_(m), loc(op.getLoc()),
+        i32(b.getI32Type()), i64(b.getI64Type()), S(stages), warpgroups(opts.numWarps / 4) {
+    for (StagedDot &d : m_.dots) {
+      Ring r;
+      auto lt = cast<RankedTensorType>(d.loadB.getType());
+      r.eb = lt.getElementType().getIntOrFloatBitWidth() / 8;
+      r.rows = lt.getDimSize(0);
+      r.width = std::min<int64_t>(128, lt.getDimSize(1) * r.eb);
+      r.bytes = roundUp(lt.getNumElements() * r.eb, 1024);
+      rings.push_back(r);
+      Staged a;
+      if (d.invariantA) {
+        a.width = std::min<int64_t>(128, d.K * r.eb);
+        a.bytes = roundUp(d.M * d.K * r.eb, 1024);
+      }
+      aStaged.push_back(a);
+    }
+  }
+
+  /// Shared memory for the rings and the staged A operands.
+  int64_t bytes() const {
+    int64_t total = 0;
+    for (size_t i = 0; i < rings.size(); ++i)
+      total += S * rings[i].bytes + aStaged[i].bytes;
+    return total;
+  }
+
+  bool emit();
+  std::string summary();
+
+private:
+  struct Ring {
+    int64_t eb = 2, rows = 0, width = 0, bytes = 0;
+    int64_t offset = 0; // from the buffer's start
+  };
+  struct Staged {
+    int64_t width = 0, bytes = 0, offset = 0;
+  };
+  static int64_t roundUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+  Value c32(int64_t v) { return kl_.i32c(v, loc); }
+  Value c64(int64_t v) { return arith::ConstantOp::create(b_, loc, b_.getI64IntegerAttr(v)); }
+  LLVM::InlineAsmOp asmCall(TypeRange results, ValueRange operands, StringRef text,
+                            StringRef constraints) {
+    return kl_.sideEffectAsm(results, operands, text, constraints, loc);
+  }
+  Value add(Value a, Value b) { return arith::AddIOp::create(b_, loc, a, b); }
+
+  void stageInvariant(size_t i);
+  // Lowers the staged loads' address arithmetic for iteration j (i32) and
+  // issues their copies into their slots, when j < n.
+  bool issueIteration(Value j);
+  Value slot(size_t ring, Value j);
+  // The wgmmas of dot i on iteration `iter`'s stage; binds its result.
+  bool emitDot(size_t i, Value iter);
+  Value desc(Value addr, int64_t high);
+
+  KernelLowering &kl_;
+  OpBuilder &b_;
+  SharedMemoryAllocator &smem_;
+  LoweredValues &vals_;
+  const CompileOptions &opts_;
+  scf::ForOp op_;
+  StagedLoop &m_;
+  const Location loc;
+  const Type i32, i64;
+  const int64_t S, warpgroups;
+  SmallVector<Ring> rings;
+  SmallVector<Staged> aStaged;
+  Value base;          // i32 shared address of the buffers
+  Value lo, step, n;   // the source loop's bounds (n: trip count, i32)
+  Type ivTy;
+};
+
+std::string StagedDotLoopEmitter::summary() {
+  std::string s = "dot loop staged: ";
+  for (size_t i = 0; i < m_.dots.size(); ++i) {
+    StagedDot &d = m_.dots[i];
+    s += (i ? "; " : "") + std::string("wgmma m64n") + std::to_string(d.N) + "k16 (A " +
+         (d.invariantA ? "staged once" : "from registers") + ", B copied " +
+         (d.kMajorB ? "K-major" : "N-major") + ")";
+  }
+  return s + ", B tiles copied by cp.async " + std::to_string(S - 1) + " iterations ahead (" +
+         std::to_string(S) + " stages)";
+}
+
+Value StagedDotLoopEmitter::slot(size_t ring, Value j) {
+  Value k = arith::RemUIOp::create(b_, loc, j, c32(S));
+  return add(base, add(c32(rings[ring].offset), arith::MulIOp::create(b_, loc, k, c32(rings[ring].bytes))));
+}
+
+void StagedDotLoopEmitter::stageInvariant(size_t i) {
+  StagedDot &d = m_.dots[i];
+  const Staged &a = aStaged[i];
+  Layout l = kl_.layoutOfValue(d.invariantA);
+  SmallVector<Value> regs = kl_.materializeIn(d.invariantA, l, loc);
+  StageCopier copier(kl_, b_, loc, d.dot.getA().getType().getElementType());
+  auto ptr3 = LLVM::LLVMPointerType::get(b_.getContext(), 3);
+  int64_t eb = rings[i].eb;
+  for (int64_t s = 0; s < l.slots(); ++s) {
+    ArrayRef<Value> c = kl_.coords(l, s);
+    Value off = copier.swizzled(c[0], arith::MulIOp::create(b_, loc, c[1], c32(eb)), d.M, a.width);
+    Value at = add(add(base, c32(a.offset)), off);
+    LLVM::StoreOp::create(b_, loc, regs[s], LLVM::IntToPtrOp::create(b_, loc, ptr3, at), eb);
+  }
+}
+
+bool StagedDotLoopEmitter::issueIteration(Value j) {
+  Value cond = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::slt, j, n);
+  scf::IfOp ifOp = kl_.makeIf(cond, false, loc);
+  OpBuilder::InsertionGuard g(b_);
+  b_.setInsertionPointToStart(ifOp.thenBlock());
+  vals_.pushScope();
+  Value jIv = ivTy == i32 ? j : Value(arith::ExtSIOp::create(b_, loc, ivTy, j));
+  kl_.bindScalar(op_.getInductionVar(), add(lo, arith::MulIOp::create(b_, loc, jIv, step)));
+  bool ok = true;
+  for (Operation *o : m_.addressOps)
+    ok = ok && kl_.lowerOp(o);
+  for (size_t i = 0; ok && i < m_.dots.size(); ++i) {
+    const Ring &r = rings[i];
+    StageCopier copier(kl_, b_, loc, cast<RankedTensorType>(m_.dots[i].loadB.getType()).getElementType());
+    ok = copier.issueCopy(m_.dots[i].loadB, slot(i, j), copier.swizzledIn(r.rows, r.width));
+  }
+  vals_.popScope();
+  return ok;
+}
+
+Value StagedDotLoopEmitter::desc(Value addr, int64_t high) {
+  Value field = arith::AndIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, addr, c32(4)), c32(0x3FFF));
+  return arith::OrIOp::create(b_, loc, arith::ExtUIOp::create(b_, loc, i64, field), c64(high));
+}
+
+bool StagedDotLoopEmitter::emitDot(size_t i, Value iter) {
+  StagedDot &d = m_.dots[i];
+  const Ring &r = rings[i];
+  Type ea = d.dot.getA().getType().getElementType();
+  Layout accLay = wgmmaAccLayout(d.M, d.N, opts_.numWarps);
+  const int64_t T = accLay.tm, RB = d.N / 2, R = T * RB;
+  bool zeroAcc = isZeroConstant(d.dot.getAcc());
+  SmallVector<Value> accs = kl_.materializeIn(d.dot.getAcc(), accLay, loc);
+  // A from registers: the product's 16-bit registers, packed in pairs; the
+  // k16 step kk of row block t is wgmma's four A registers (mma.sync's A
+  // fragment: the two n8 tiles of those columns).
+  SmallVector<Value> aPacked;
+  if (d.regsA) {
+    SmallVector<Value> regs =
+        kl_.materializeIn(d.regsA, wgmmaAccLayout(d.M, d.K, opts_.numWarps), loc);
+    auto half = [&](Value x) -> Value {
+      return arith::ExtUIOp::create(b_, loc, i32, arith::BitcastOp::create(b_, loc, b_.getI16Type(), x));
+    };
+    for (size_t k = 0; k + 1 < regs.size(); k += 2)
+      aPacked.push_back(arith::OrIOp::create(
+          b_, loc, half(regs[k]), arith::ShLIOp::create(b_, loc, half(regs[k + 1]), c32(16))));
+  }
+  const int64_t WB = r.width, WA = aStaged[i].width;
+  // K-major operands: column blocks of W bytes per row, the leading offset
+  // unused. N-major B: column blocks K * W bytes apart (its rows are K).
+  int64_t highA = d.invariantA ? descHigh(16, 8 * WA, WA) : 0;
+  int64_t highB = d.kMajorB ? descHigh(16, 8 * WB, WB) : descHigh(d.K * WB, 8 * WB, WB);
+  Value sB = slot(i, iter);
+  Value sA;
+  if (d.invariantA) { // the warpgroup's T row blocks of 64
+    Value warp = arith::ShRUIOp::create(b_, loc, kl_.tid(), c32(5));
+    Value wg = arith::ShRUIOp::create(b_, loc, warp, c32(2));
+    sA = add(add(base, c32(aStaged[i].offset)), arith::MulIOp::create(b_, loc, wg, c32(T * 64 * WA)));
+  }
+  std::string ty = ea.isBF16() ? "bf16" : "f16";
+  int64_t nIn = d.regsA ? 6 : 3; // A (4 registers or a descriptor), B's descriptor, the flag
+  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(RB + nIn - 1) +
+                     ", 0;\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(d.N) + "k16.f32." + ty +
+                     "." + ty + " {";
+  std::string cons;
+  for (int64_t k = 0; k < RB; ++k) {
+    text += "$" + std::to_string(k) + (k + 1 < RB ? "," : "}, ");
+    cons += "=f,";
+  }
+  if (d.regsA)
+    text += "{$" + std::to_string(RB) + ",$" + std::to_string(RB + 1) + ",$" + std::to_string(RB + 2) +
+            ",$" + std::to_string(RB + 3) + "}, $" + std::to_string(RB + 4) + ", p, 1, 1, ";
+  else
+    text += "$" + std::to_string(RB) + ", $" + std::to_string(RB + 1) + ", p, 1, 1, 0, ";
+  text += std::string(d.kMajorB ? "0" : "1") + ";\n}";
+  cons += d.regsA ? "r,r,r,r,l,r" : "l,l,r";
+  for (int64_t k = 0; k < RB; ++k)
+    cons += "," + std::to_string(k);
+  cons += ",~{memory}";
+
+  asmCall({}, {}, "wgmma.fence.sync.aligned;", "~{memory}");
+  for (int64_t kk = 0; kk < d.K / 16; ++kk) {
+    int64_t kb = kk * 32; // bytes of K
+    Value bAddr = add(sB, c32(d.kMajorB ? kb / WB * (d.N * WB) + kb % WB : kk * 16 * WB));
+    Value bDesc = desc(bAddr, highB);
+    for (int64_t t = 0; t < T; ++t) {
+      SmallVector<Value> operands;
+      if (d.regsA) {
+        int64_t p0 = t * (d.K / 4) + kk * 4;
+        operands.append(aPacked.begin() + p0, aPacked.begin() + p0 + 4);
+      } else {
+        operands.push_back(desc(add(sA, c32(kb / WA * (d.M * WA) + kb % WA + t * 64 * WA)), highA));
+      }
+      operands.push_back(bDesc);
+      operands.push_back(c32(zeroAcc && kk == 0 ? 0 : 1));
+      operands.append(accs.begin() + t * RB, accs.begin() + (t + 1) * RB);
+      auto mma = asmCall(SmallVector<Type>(RB, b_.getF32Type()), operands, text, cons);
+      for (int64_t k = 0; k < RB; ++k)
+        accs[t * RB + k] = LLVM::ExtractValueOp::create(b_, loc, mma.getResult(0), ArrayRef<int64_t>{k});
+    }
+  }
+  asmCall({}, {}, "wgmma.commit_group.sync.aligned;", "~{memory}");
+  // Wait for the group, passing the accumulators through the wait so that no
+  // use of them moves above it.
+  std::string wcons;
+  for (int64_t k = 0; k < R; ++k)
+    wcons += "=f,";
+  for (int64_t k = 0; k < R; ++k)
+    wcons += std::to_string(k) + ",";
+  auto w = asmCall(SmallVector<Type>(R, b_.getF32Type()), accs, "wgmma.wait_group.sync.aligned 0;",
+                   wcons + "~{memory}");
+  Lowered l;
+  l.kind = Lowered::Dist;
+  l.type = d.dot.getType();
+  l.layout = accLay;
+  for (int64_t k = 0; k < R; ++k)
+    l.regs.push_back(LLVM::ExtractValueOp::create(b_, loc, w.getResult(0), ArrayRef<int64_t>{k}));
+  vals_[d.dot.getResult()] = l;
+  return true;
+}
+
+bool StagedDotLoopEmitter::emit() {
+  // A temporary, free again after the loop (for the next one, as in a causal
+  // attention's two loops); written after a barrier, when every warp is done
+  // with what used it before.
+  int64_t off = smem_.allocateTemp(bytes(), 1024);
+  kl_.barrier(loc);
+  int64_t at = 0;
+  for (Ring &r : rings) {
+    r.offset = at;
+    at += S * r.bytes;
+  }
+  for (Staged &a : aStaged)
+    if (a.bytes) {
+      a.offset = at;
+      at += a.bytes;
+    }
+  base = LLVM::PtrToIntOp::create(b_, loc, i32, kl_.smemBase(off, loc));
+  // The trip count.
+  lo = kl_.scalarOf(op_.getLowerBound());
+  Value hi = kl_.scalarOf(op_.getUpperBound());
+  step = kl_.scalarOf(op_.getStep());
+  ivTy = lo.getType();
+  Value one = arith::ConstantOp::create(b_, loc, b_.getIntegerAttr(ivTy, 1));
+  Value zero = arith::ConstantOp::create(b_, loc, b_.getIntegerAttr(ivTy, 0));
+  Value trips = arith::DivSIOp::create(
+      b_, loc, add(arith::SubIOp::create(b_, loc, hi, lo), arith::SubIOp::create(b_, loc, step, one)), step);
+  trips = arith::MaxSIOp::create(b_, loc, trips, zero);
+  n = ivTy == i32 ? trips : Value(arith::TruncIOp::create(b_, loc, i32, trips));
+
+  for (size_t i = 0; i < m_.dots.size(); ++i)
+    if (m_.dots[i].invariantA)
+      stageInvariant(i);
+  // Iterations 0 .. S-2 in flight; one commit group per iteration, even an
+  // empty one, so that wait_group counts iterations.
+  for (int64_t p = 0; p + 1 < S; ++p) {
+    if (!issueIteration(c32(p)))
+      return false;
+    asmCall({}, {}, "cp.async.commit_group;", "~{memory}");
+  }
+
+  // The loop, carrying the source loop's values in their layouts.
+  SmallVector<std::optional<Layout>> layouts;
+  for (Value a : op_.getRegionIterArgs()) {
+    std::optional<Layout> l;
+    if (auto t = dyn_cast<RankedTensorType>(a.getType()))
+      l = kl_.layoutOf(t);
+    layouts.push_back(l);
+  }
+  auto layoutPtr = [&](size_t k) -> const Layout * { return layouts[k] ? &*layouts[k] : nullptr; };
+  SmallVector<Value> inits;
+  for (auto [k, v] : llvm::enumerate(op_.getInitArgs()))
+    kl_.flatten(v, inits, loc, layoutPtr(k));
+  auto loop = scf::ForOp::create(b_, loc, c32(0), n, c32(1), inits);
+  {
+    OpBuilder::InsertionGuard g(b_);
+    kl_.enterLoopBody(loop);
+    Value it = loop.getInductionVar();
+    // Stage `it` has landed for this thread; after the barrier, for every
+    // thread, and every warp is done with iteration it - 1 (its wgmmas waited
+    // for), whose slot the copies of iteration it + S - 1 overwrite.
+    asmCall({}, {}, "cp.async.wait_group " + std::to_string(S - 2) + ";", "~{memory}");
+    asmCall({}, {}, "fence.proxy.async.shared::cta;", "~{memory}");
+    kl_.barrier(loc);
+    if (!issueIteration(add(it, c32(S - 1))))
+      return false;
+    asmCall({}, {}, "cp.async.commit_group;", "~{memory}");
+    Value itIv = ivTy == i32 ? it : Value(arith::ExtSIOp::create(b_, loc, ivTy, it));
+    kl_.pushScope();
+    kl_.bindScalar(op_.getInductionVar(), add(lo, arith::MulIOp::create(b_, loc, itIv, step)));
+    size_t pos = 0;
+    ValueRange args = loop.getRegionIterArgs();
+    for (auto [k, a] : llvm::enumerate(op_.getRegionIterArgs()))
+      kl_.bindFlat(a, args, pos, layoutPtr(k));
+    Block &src = *op_.getBody();
+    for (Operation &o : src.without_terminator()) {
+      bool ok = true;
+      if (auto dot = dyn_cast<tile::DotOp>(o); dot && m_.skipped.contains(&o)) {
+        for (size_t i = 0; i < m_.dots.size(); ++i)
+          if (m_.dots[i].dot == dot)
+            ok = emitDot(i, it);
+      } else if (!m_.skipped.contains(&o)) {
+        ok = kl_.lowerOp(&o);
+      }
+      if (!ok) {
+        kl_.popScope();
+        return false;
+      }
+    }
+    SmallVector<Value> yields;
+    for (auto [k, v] : llvm::enumerate(src.getTerminator()->getOperands()))
+      kl_.flatten(v, yields, loc, layoutPtr(k));
+    scf::YieldOp::create(b_, loc, yields);
+    kl_.popScope();
+  }
+  asmCall({}, {}, "cp.async.wait_group 0;", "~{memory}");
+  smem_.releaseTemp(off, bytes());
+  size_t pos = 0;
+  ValueRange results = loop.getResults();
+  for (auto [k, r] : llvm::enumerate(op_.getResults()))
+    kl_.bindFlat(r, results, pos, layoutPtr(k));
+  return true;
+}
+
+} // namespace
+
+bool KernelLowering::stagesDotLoop(scf::ForOp op) {
+  return matchStagedLoop(op, opts_, target_, axis_).has_value();
+}
+
+std::optional<bool> KernelLowering::lowerStagedDotLoop(scf::ForOp op) {
+  std::optional<StagedLoop> m = matchStagedLoop(op, opts_, target_, axis_);
+  if (!m)
+    return std::nullopt;
+  for (int64_t stages = std::min(opts_.numStages, 4); stages >= 2; --stages) {
+    StagedDotLoopEmitter emitter(*this, b_, smem_, vals_, opts_, op, *m, stages);
+    if (smem_.used() + 1024 + emitter.bytes() > smem_.limit())
+      continue;
+    remark(op, emitter.summary());
+    return emitter.emit();
+  }
+  return std::nullopt;
+}
+
+} // namespace tessera::lowering::detail
