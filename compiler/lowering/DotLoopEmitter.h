@@ -85,10 +85,7 @@ public:
 
 private:
   /// Each advancing pointer tile: its base tile and initial element offset.
-  struct Advance {
-    unsigned index;
-    Value base, offset0, step;
-  };
+  using Advance = KernelLowering::AdvancingTile;
 
   KernelLowering &kl_;
   const CompileOptions &opts_;

@@ -355,6 +355,21 @@ public:
     b_.setInsertionPointToEnd(body);
   }
 
+  /// A pointer tile that a loop carries and advances by a uniform step (a
+  /// pipelined or staged loop binds it per iteration instead of carrying it).
+  struct AdvancingTile {
+    unsigned index;              // iter-arg index
+    Value base, offset0, step;   // its Virtual base tile; i64 element offsets
+  };
+  /// The advancing tile of iter arg `index`, stepped by `stepTile` (a splat of
+  /// a loop-invariant scalar, or a splat constant); nothing when its initial
+  /// value is not index arithmetic (Virtual or Offset).
+  std::optional<AdvancingTile> advancingTile(scf::ForOp op, unsigned index, Value stepTile,
+                                             Location loc);
+  /// Binds `v` (the iter arg or the loop result of `a`) to its value after
+  /// `j` (i32) steps.
+  void bindAdvanced(Value v, const AdvancingTile &a, Value j, Location loc);
+
   // ---- op lowering ----
   bool lowerOp(Operation *op);
   // A tile value as its registers (flatten), and registers bound back to a

@@ -201,40 +201,17 @@ void DotLoopEmitter::emitTripCount() {
 bool DotLoopEmitter::emitAdvances() {
   advances.clear();
   for (auto [i, st] : m_.advancing) {
-    Lowered &init = kl_.lookup(op_.getInitArgs()[i]);
-    if (init.kind != Lowered::Virtual && init.kind != Lowered::Offset)
+    std::optional<Advance> a = kl_.advancingTile(op_, i, st, loc);
+    if (!a)
       return kl_.fail(op_, "a carried pointer tile of the dot loop does not start from index arithmetic");
-    Advance a;
-    a.index = i;
-    a.base = init.kind == Lowered::Offset ? init.base : op_.getInitArgs()[i];
-    a.offset0 = init.kind == Lowered::Offset ? init.scalar : c64(0);
-    if (a.offset0.getType() != i64)
-      a.offset0 = arith::ExtSIOp::create(b_, loc, i64, a.offset0);
-    Value s;
-    if (auto sp = st.getDefiningOp<tile::SplatOp>()) {
-      s = kl_.scalarOf(sp.getSrc());
-    } else {
-      DenseElementsAttr dense;
-      matchPattern(st, m_Constant(&dense));
-      s = arith::ConstantOp::create(b_, loc, cast<TypedAttr>(dense.getSplatValue<Attribute>()));
-    }
-    a.step = s.getType() == i64 ? s : Value(arith::ExtSIOp::create(b_, loc, i64, s));
-    advances.push_back(a);
+    advances.push_back(*a);
   }
   return true;
 }
 
 void DotLoopEmitter::bindOffsets(Value j /*i32*/) {
-  Value j64 = arith::ExtSIOp::create(b_, loc, i64, j);
-  for (const Advance &a : advances) {
-    Lowered l;
-    l.kind = Lowered::Offset;
-    l.type = cast<RankedTensorType>(op_.getRegionIterArgs()[a.index].getType());
-    l.base = a.base;
-    l.scalar =
-        arith::AddIOp::create(b_, loc, a.offset0, arith::MulIOp::create(b_, loc, j64, a.step));
-    vals_[op_.getRegionIterArgs()[a.index]] = l;
-  }
+  for (const Advance &a : advances)
+    kl_.bindAdvanced(op_.getRegionIterArgs()[a.index], a, j, loc);
 }
 
 SmallVector<Value> DotLoopEmitter::bChunkCoords(int64_t k) {
@@ -654,16 +631,8 @@ void DotLoopEmitter::bindResults(ArrayRef<Value> accs) {
       vals_[res] = l;
     }
   }
-  for (const Advance &a : advances) {
-    Lowered l;
-    l.kind = Lowered::Offset;
-    l.type = cast<RankedTensorType>(op_.getResult(a.index).getType());
-    l.base = a.base;
-    l.scalar = arith::AddIOp::create(
-        b_, loc, a.offset0,
-        arith::MulIOp::create(b_, loc, arith::ExtSIOp::create(b_, loc, i64, n), a.step));
-    vals_[op_.getResult(a.index)] = l;
-  }
+  for (const Advance &a : advances)
+    kl_.bindAdvanced(op_.getResult(a.index), a, n, loc);
 }
 
 std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {

@@ -1664,6 +1664,44 @@ void KernelLowering::bindFlat(Value v, ValueRange flat, size_t &pos, const Layou
   vals_[v] = l;
 }
 
+std::optional<KernelLowering::AdvancingTile>
+KernelLowering::advancingTile(scf::ForOp op, unsigned index, Value stepTile, Location loc) {
+  Type i64 = b_.getI64Type();
+  Lowered &init = lookup(op.getInitArgs()[index]);
+  if (init.kind != Lowered::Virtual && init.kind != Lowered::Offset)
+    return std::nullopt;
+  AdvancingTile a;
+  a.index = index;
+  a.base = init.kind == Lowered::Offset ? init.base : op.getInitArgs()[index];
+  a.offset0 = init.kind == Lowered::Offset
+                  ? init.scalar
+                  : Value(arith::ConstantOp::create(b_, loc, b_.getI64IntegerAttr(0)));
+  if (a.offset0.getType() != i64)
+    a.offset0 = arith::ExtSIOp::create(b_, loc, i64, a.offset0);
+  Value s;
+  if (auto sp = stepTile.getDefiningOp<tile::SplatOp>()) {
+    s = scalarOf(sp.getSrc());
+  } else {
+    DenseElementsAttr dense;
+    if (!matchPattern(stepTile, m_Constant(&dense)) || !dense.isSplat())
+      return std::nullopt;
+    s = arith::ConstantOp::create(b_, loc, cast<TypedAttr>(dense.getSplatValue<Attribute>()));
+  }
+  a.step = s.getType() == i64 ? s : Value(arith::ExtSIOp::create(b_, loc, i64, s));
+  return a;
+}
+
+void KernelLowering::bindAdvanced(Value v, const AdvancingTile &a, Value j, Location loc) {
+  Type i64 = b_.getI64Type();
+  Value j64 = j.getType() == i64 ? j : Value(arith::ExtSIOp::create(b_, loc, i64, j));
+  Lowered l;
+  l.kind = Lowered::Offset;
+  l.type = cast<RankedTensorType>(v.getType());
+  l.base = a.base;
+  l.scalar = arith::AddIOp::create(b_, loc, a.offset0, arith::MulIOp::create(b_, loc, j64, a.step));
+  vals_[v] = l;
+}
+
 bool KernelLowering::lowerFor(scf::ForOp op) {
   if (std::optional<bool> persistent = lowerPersistentDotLoop(op))
     return *persistent;
