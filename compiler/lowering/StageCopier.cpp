@@ -8,19 +8,20 @@ StageCopier::StageCopier(KernelLowering &kl, OpBuilder &b, Location loc, Type ea
     : kl_(kl), b_(b), loc_(loc), ea_(ea), i32(b.getI32Type()), eb_(ea.getIntOrFloatBitWidth() / 8), vecElems_(16 / eb_),
       ptr3_(LLVM::LLVMPointerType::get(b.getContext(), 3)) {}
 
-StageCopier::CopyFacts StageCopier::copyFacts(tile::LoadOp ld) {
+StageCopier::CopyFacts StageCopier::copyFacts(tile::LoadOp ld, bool transposed) {
   AxisInfo pa = kl_.axis().get(ld.getPtr());
+  size_t axis = transposed ? 0 : pa.rank() - 1; // the contiguous one
   CopyFacts f;
-  f.aligned = pa.divisibility.back() >= 16;
-  f.maskWhole = !ld.getMask() || kl_.axis().get(ld.getMask()).constancy.back() >= vecElems_;
-  f.fourByte = eb_ == 4 && pa.divisibility.back() >= 4;
+  f.aligned = pa.divisibility[axis] >= 16;
+  f.maskWhole = !ld.getMask() || kl_.axis().get(ld.getMask()).constancy[axis] >= vecElems_;
+  f.fourByte = eb_ == 4 && pa.divisibility[axis] >= 4;
   return f;
 }
 
-Layout StageCopier::copyLayout(tile::LoadOp ld) {
+Layout StageCopier::copyLayout(tile::LoadOp ld, bool transposed) {
   auto rt = cast<RankedTensorType>(ld.getType());
   Layout cl;
-  cl.shape = {rt.getDimSize(0), rt.getDimSize(1)};
+  cl.shape = {rt.getDimSize(transposed ? 1 : 0), rt.getDimSize(transposed ? 0 : 1)};
   cl.total = cl.shape[0] * cl.shape[1];
   cl.vec = vecElems_;
   cl.chunks = cl.total / (kl_.threads() * vecElems_);
@@ -44,11 +45,15 @@ StageCopier::Placement StageCopier::swizzledIn(int64_t R, int64_t W) {
 }
 
 bool StageCopier::issueCopy(tile::LoadOp ld, Value dst, const Placement &place, Value producerTid,
-                            int64_t producers) {
-  Layout cl = copyLayout(ld);
+                            int64_t producers, bool transposed) {
+  Layout cl = copyLayout(ld, transposed);
   if (producerTid) // the producer warpgroup's chunks
     cl.chunks = cl.total / (producers * vecElems_);
-  auto [aligned, maskWhole, fourByte] = copyFacts(ld);
+  auto [aligned, maskWhole, fourByte] = copyFacts(ld, transposed);
+  // (row, element in row) of the stage -> the loaded tile's coordinates.
+  auto tileCoords = [&](Value r, Value c) -> SmallVector<Value> {
+    return transposed ? SmallVector<Value>{c, r} : SmallVector<Value>{r, c};
+  };
   SmallVector<Value> fast, dsts, ptrs;
   SmallVector<SmallVector<Value>> masks;
   // Chunk k of the producer's is flat index producerTid * vec + k * producers * vec.
@@ -65,11 +70,11 @@ bool StageCopier::issueCopy(tile::LoadOp ld, Value dst, const Placement &place, 
     dsts.push_back(arith::AddIOp::create(b_, loc_, dst, phys));
     // The chunk's elements are contiguous (checked above): one address, and
     // the lanes' coordinates computed here rather than kept from the entry.
-    Value p0 = kl_.elem(ld.getPtr(), c, loc_);
+    Value p0 = kl_.elem(ld.getPtr(), tileCoords(c[0], c[1]), loc_);
     SmallVector<Value> mk;
     for (int64_t v = 0; ld.getMask() && v < (maskWhole ? 1 : vecElems_); ++v) {
-      SmallVector<Value> cv{c[0], v ? Value(arith::AddIOp::create(b_, loc_, c[1], c32(v))) : c[1]};
-      mk.push_back(kl_.elem(ld.getMask(), cv, loc_));
+      Value cv = v ? Value(arith::AddIOp::create(b_, loc_, c[1], c32(v))) : c[1];
+      mk.push_back(kl_.elem(ld.getMask(), tileCoords(c[0], cv), loc_));
     }
     if (!(aligned && maskWhole) && fourByte) {
       // 4-byte elements: a chunk that may be misaligned (ROAST's hashed

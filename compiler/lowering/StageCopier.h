@@ -26,9 +26,11 @@ public:
     // No element-wise path: every copy is a cp.async.
     bool async() const { return (aligned && maskWhole) || fourByte; }
   };
-  CopyFacts copyFacts(tile::LoadOp ld);
-  /// The threads' 16-byte chunks of a loaded tile.
-  Layout copyLayout(tile::LoadOp ld);
+  /// `transposed`: the tile is contiguous along its first axis, and its
+  /// stage holds it transposed (rows along the second axis).
+  CopyFacts copyFacts(tile::LoadOp ld, bool transposed = false);
+  /// The threads' 16-byte chunks of a loaded tile, in the stage's rows.
+  Layout copyLayout(tile::LoadOp ld, bool transposed = false);
 
   /// Where a copied chunk goes: byte offset from (row, byte in row).
   using Placement = std::function<Value(Value, Value)>;
@@ -43,9 +45,9 @@ public:
   /// Copies one operand tile (under the current binding of the loop body) to
   /// shared memory at `dst` + place(row, byte in row). With `producerTid`,
   /// only the `producers` threads of a producer warpgroup copy, that one
-  /// being the thread's index among them.
+  /// being the thread's index among them. `transposed`: as in copyFacts.
   bool issueCopy(tile::LoadOp ld, Value dst, const Placement &place, Value producerTid = Value(),
-                 int64_t producers = 0);
+                 int64_t producers = 0, bool transposed = false);
 
 private:
   Value c32(int64_t v) { return kl_.i32c(v, loc_); }

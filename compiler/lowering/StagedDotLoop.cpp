@@ -29,11 +29,22 @@
 namespace tessera::lowering::detail {
 namespace {
 
+/// A tile loaded in the loop that only dots read (as B, possibly through
+/// trans): copied ahead into a ring of stages. Its stage holds rows of the
+/// tile's non-contiguous axis, each row the contiguous one; a tile loaded
+/// contiguous along its first axis (`transposed`, e.g. FlashAttention
+/// backward's Q^T) is stored transposed.
+struct StagedLoad {
+  tile::LoadOp load;
+  bool transposed = false;
+  int64_t rows = 0, rowElems = 0; // the stage's shape
+};
+
 /// A dot of the loop computed by wgmma.
 struct StagedDot {
   tile::DotOp dot;
-  tile::LoadOp loadB;
-  bool kMajorB = false; // dot(a, trans(load)): B given N x K, K contiguous
+  unsigned load = 0;    // its B operand's StagedLoad
+  bool kMajorB = false; // B's stage rows are N (K contiguous), else K
   Value invariantA;     // A defined outside the loop (staged once), else null
   Value regsA;          // A from registers: the tile before its conversion
   int64_t M = 0, N = 0, K = 0;
@@ -41,12 +52,17 @@ struct StagedDot {
 
 /// The parts of a loop that the staged lowering needs.
 struct StagedLoop {
+  SmallVector<StagedLoad> loads;
   SmallVector<StagedDot> dots;
-  // Ops of the body that the lowering does not lower: the staged loads and
-  // the trans / convert_layout ops between them (and the A operands) and the dots.
+  // Ops of the body that the lowering does not lower: the staged loads, the
+  // trans / convert_layout ops between them (and the A operands) and the
+  // dots, and the steps of the advancing pointer tiles.
   llvm::SmallPtrSet<Operation *, 16> skipped;
   // Body ops that the staged loads' addresses and masks depend on, in order.
   SmallVector<Operation *> addressOps;
+  // Iter-arg index -> the uniform offset tile a pointer tile advances by: not
+  // carried, but bound to its value in each iteration.
+  SmallVector<std::pair<unsigned, Value>> advancing;
 };
 
 Value stripConverts(Value v) {
@@ -85,6 +101,48 @@ std::optional<StagedLoop> matchStagedLoop(scf::ForOp op, const CompileOptions &o
     return std::nullopt;
   Block *body = op.getBody();
   StagedLoop m;
+  auto yield = cast<scf::YieldOp>(body->getTerminator());
+  // Pointer tiles advanced by a uniform step, each step used only by the yield.
+  llvm::SmallDenseSet<unsigned> advancing;
+  for (auto [i, arg] : llvm::enumerate(op.getRegionIterArgs())) {
+    auto ap = yield.getOperand(i).getDefiningOp<tile::AddPtrOp>();
+    if (!ap || ap.getPtr() != arg || ap->getBlock() != body || !ap->hasOneUse() ||
+        !isa<RankedTensorType>(arg.getType()))
+      continue;
+    Value off = ap.getOffset();
+    auto sp = off.getDefiningOp<tile::SplatOp>();
+    DenseElementsAttr dense;
+    if (sp ? !op.isDefinedOutsideOfLoop(sp.getSrc()) : !(matchPattern(off, m_Constant(&dense)) && dense.isSplat()))
+      continue;
+    m.advancing.push_back({unsigned(i), off});
+    advancing.insert(unsigned(i));
+    m.skipped.insert(ap);
+  }
+  auto stagedLoad = [&](tile::LoadOp ld) -> std::optional<unsigned> {
+    for (auto [i, l] : llvm::enumerate(m.loads))
+      if (l.load == ld)
+        return unsigned(i);
+    auto lt = cast<RankedTensorType>(ld.getType());
+    int64_t eb = lt.getElementType().getIntOrFloatBitWidth() / 8, vec = 16 / eb;
+    if (!isZeroConstant(ld.getOther()) || ld.getIsVolatile() || lt.getRank() != 2 ||
+        lt.getNumElements() % (32 * opts.numWarps * vec))
+      return std::nullopt;
+    StagedLoad l;
+    l.load = ld;
+    AxisInfo pa = axis.get(ld.getPtr());
+    if (pa.contiguity[1] >= vec)
+      l.transposed = false;
+    else if (pa.contiguity[0] >= vec)
+      l.transposed = true;
+    else
+      return std::nullopt;
+    l.rows = lt.getDimSize(l.transposed ? 1 : 0);
+    l.rowElems = lt.getDimSize(l.transposed ? 0 : 1);
+    if ((l.rowElems * eb) % 16 || l.rows % 8)
+      return std::nullopt;
+    m.loads.push_back(l);
+    return unsigned(m.loads.size() - 1);
+  };
   for (Operation &o : body->without_terminator()) {
     // Only loads may touch memory: a store could alias a tile copied ahead.
     if (!isa<tile::LoadOp>(o) && !isMemoryEffectFree(&o))
@@ -102,33 +160,40 @@ std::optional<StagedLoop> matchStagedLoop(scf::ForOp op, const CompileOptions &o
     d.K = dot.getA().getType().getDimSize(1);
     if (d.K % 16 || d.N % 8 || d.N > 256)
       return std::nullopt;
-    // B: load -> [convert] -> [trans] -> [convert] -> dot, each op used once.
+    // B: load -> [convert] -> [trans] -> [convert] -> dot, each op but the
+    // load used once.
     SmallVector<Operation *> chain;
+    bool trans = false;
     Value v = dot.getB();
-    while (true) {
+    tile::LoadOp ld;
+    while (!ld) {
       Operation *def = v.getDefiningOp();
-      if (!def || def->getBlock() != body || !def->hasOneUse())
+      if (!def || def->getBlock() != body)
         return std::nullopt;
       chain.push_back(def);
+      if (auto l = dyn_cast<tile::LoadOp>(def)) {
+        ld = l;
+        break;
+      }
+      if (!def->hasOneUse())
+        return std::nullopt;
       if (auto cv = dyn_cast<tgpu::ConvertLayoutOp>(def)) {
         v = cv.getSrc();
-      } else if (auto tr = dyn_cast<tile::TransOp>(def)) {
-        if (d.kMajorB)
-          return std::nullopt;
-        d.kMajorB = true;
+      } else if (auto tr = dyn_cast<tile::TransOp>(def); tr && !trans) {
+        trans = true;
         v = tr.getSrc();
-      } else if (auto ld = dyn_cast<tile::LoadOp>(def)) {
-        d.loadB = ld;
-        break;
       } else {
         return std::nullopt;
       }
     }
-    tile::LoadOp ld = d.loadB;
-    auto lt = cast<RankedTensorType>(ld.getType());
-    int64_t eb = lt.getElementType().getIntOrFloatBitWidth() / 8;
-    if (!isZeroConstant(ld.getOther()) || !rowsContiguous(axis, ld, eb) ||
-        (lt.getDimSize(1) * eb) % 16 || lt.getNumElements() % (32 * opts.numWarps * (16 / eb)))
+    std::optional<unsigned> li = stagedLoad(ld);
+    if (!li)
+      return std::nullopt;
+    d.load = *li;
+    const StagedLoad &l = m.loads[*li];
+    // B is K x N: the load itself (K = its first axis) or its transpose.
+    d.kMajorB = trans != l.transposed;
+    if ((d.kMajorB ? l.rows != d.N || l.rowElems != d.K : l.rows != d.K || l.rowElems != d.N))
       return std::nullopt;
     // A: invariant in the loop, or registers in the accumulator layout.
     Value a = dot.getA();
@@ -140,34 +205,38 @@ std::optional<StagedLoop> matchStagedLoop(scf::ForOp op, const CompileOptions &o
       }
     }
     Value aSrc = stripConverts(a);
-    if (!op->isProperAncestor(aSrc.getParentRegion()->getParentOp()) &&
-        aSrc.getParentRegion() != &op.getRegion()) {
+    // (In another layout, A is converted to it first, through shared memory:
+    // the backward's P^T and dS^T, whose column statistics have no register
+    // layout of the accumulator yet.)
+    if (op.isDefinedOutsideOfLoop(aSrc))
       d.invariantA = aSrc;
-    } else {
-      auto at = cast<RankedTensorType>(aSrc.getType());
-      if (!inWgmmaAccLayout(at, opts.numWarps))
-        return std::nullopt;
+    else
       d.regsA = aSrc;
-    }
     m.skipped.insert(chain.begin(), chain.end());
     m.skipped.insert(dot);
     m.dots.push_back(d);
   }
   if (m.dots.empty())
     return std::nullopt;
+  // Every use of a staged load is on the way to a dot.
+  for (StagedLoad &l : m.loads)
+    for (Operation *u : l.load->getUsers())
+      if (!m.skipped.contains(u))
+        return std::nullopt;
   // The staged loads' addresses: pure ops of the body that depend only on the
-  // induction variable and values from outside the loop.
+  // induction variable, advancing pointer tiles and values from outside.
   llvm::SmallPtrSet<Operation *, 32> slice;
   SmallVector<Value> work;
-  for (StagedDot &d : m.dots) {
-    work.push_back(d.loadB.getPtr());
-    if (d.loadB.getMask())
-      work.push_back(d.loadB.getMask());
+  for (StagedLoad &l : m.loads) {
+    work.push_back(l.load.getPtr());
+    if (l.load.getMask())
+      work.push_back(l.load.getMask());
   }
   while (!work.empty()) {
     Value v = work.pop_back_val();
     if (auto arg = dyn_cast<BlockArgument>(v)) {
-      if (arg.getOwner() == body && arg != op.getInductionVar())
+      if (arg.getOwner() == body && arg != op.getInductionVar() &&
+          !advancing.contains(arg.getArgNumber() - 1))
         return std::nullopt; // a carried value: not computable ahead
       continue;
     }
@@ -194,18 +263,21 @@ public:
                        StagedLoop &m, int64_t stages)
       : kl_(kl), b_(b), smem_(smem), vals_(vals), opts_(opts), op_(op), m_(m), loc(op.getLoc()),
         i32(b.getI32Type()), i64(b.getI64Type()), S(stages), warpgroups(opts.numWarps / 4) {
-    for (StagedDot &d : m_.dots) {
+    for (StagedLoad &l : m_.loads) {
       Ring r;
-      auto lt = cast<RankedTensorType>(d.loadB.getType());
+      auto lt = cast<RankedTensorType>(l.load.getType());
       r.eb = lt.getElementType().getIntOrFloatBitWidth() / 8;
-      r.rows = lt.getDimSize(0);
-      r.width = std::min<int64_t>(128, lt.getDimSize(1) * r.eb);
+      r.rows = l.rows;
+      r.width = std::min<int64_t>(128, l.rowElems * r.eb);
       r.bytes = roundUp(lt.getNumElements() * r.eb, 1024);
       rings.push_back(r);
+    }
+    for (StagedDot &d : m_.dots) {
       Staged a;
+      int64_t eb = d.dot.getA().getType().getElementType().getIntOrFloatBitWidth() / 8;
       if (d.invariantA) {
-        a.width = std::min<int64_t>(128, d.K * r.eb);
-        a.bytes = roundUp(d.M * d.K * r.eb, 1024);
+        a.width = std::min<int64_t>(128, d.K * eb);
+        a.bytes = roundUp(d.M * d.K * eb, 1024);
       }
       aStaged.push_back(a);
     }
@@ -214,8 +286,10 @@ public:
   /// Shared memory for the rings and the staged A operands.
   int64_t bytes() const {
     int64_t total = 0;
-    for (size_t i = 0; i < rings.size(); ++i)
-      total += S * rings[i].bytes + aStaged[i].bytes;
+    for (const Ring &r : rings)
+      total += S * r.bytes;
+    for (const Staged &a : aStaged)
+      total += a.bytes;
     return total;
   }
 
@@ -263,6 +337,27 @@ private:
   Value base;          // i32 shared address of the buffers
   Value lo, step, n;   // the source loop's bounds (n: trip count, i32)
   Type ivTy;
+  SmallVector<KernelLowering::AdvancingTile> advances;
+  bool isAdvancing(unsigned k) const {
+    return llvm::any_of(advances, [&](const auto &a) { return a.index == k; });
+  }
+  // Binds the advancing pointer tiles (iter args, or results) at step j.
+  void bindAdvances(ValueRange to, Value j) {
+    for (const auto &a : advances)
+      kl_.bindAdvanced(to[a.index], a, j, loc);
+  }
+public:
+  // The advancing tiles' starts; false (nothing emitted that matters) when
+  // one does not start from index arithmetic.
+  bool planAdvances() {
+    for (auto [k, st] : m_.advancing) {
+      std::optional<KernelLowering::AdvancingTile> a = kl_.advancingTile(op_, k, st, loc);
+      if (!a)
+        return false;
+      advances.push_back(*a);
+    }
+    return true;
+  }
 };
 
 std::string StagedDotLoopEmitter::summary() {
@@ -270,10 +365,13 @@ std::string StagedDotLoopEmitter::summary() {
   for (size_t i = 0; i < m_.dots.size(); ++i) {
     StagedDot &d = m_.dots[i];
     s += (i ? "; " : "") + std::string("wgmma m64n") + std::to_string(d.N) + "k16 (A " +
-         (d.invariantA ? "staged once" : "from registers") + ", B copied " +
+         (d.invariantA ? "staged once" : "from registers") + ", B read " +
          (d.kMajorB ? "K-major" : "N-major") + ")";
   }
-  return s + ", B tiles copied by cp.async " + std::to_string(S - 1) + " iterations ahead (" +
+  int64_t transposed = llvm::count_if(m_.loads, [](const StagedLoad &l) { return l.transposed; });
+  return s + "; " + std::to_string(m_.loads.size()) + " loaded tiles" +
+         (transposed ? " (" + std::to_string(transposed) + " stored transposed)" : "") +
+         " copied by cp.async " + std::to_string(S - 1) + " iterations ahead (" +
          std::to_string(S) + " stages)";
 }
 
@@ -289,7 +387,7 @@ void StagedDotLoopEmitter::stageInvariant(size_t i) {
   SmallVector<Value> regs = kl_.materializeIn(d.invariantA, l, loc);
   StageCopier copier(kl_, b_, loc, d.dot.getA().getType().getElementType());
   auto ptr3 = LLVM::LLVMPointerType::get(b_.getContext(), 3);
-  int64_t eb = rings[i].eb;
+  int64_t eb = d.dot.getA().getType().getElementType().getIntOrFloatBitWidth() / 8;
   for (int64_t s = 0; s < l.slots(); ++s) {
     ArrayRef<Value> c = kl_.coords(l, s);
     Value off = copier.swizzled(c[0], arith::MulIOp::create(b_, loc, c[1], c32(eb)), d.M, a.width);
@@ -306,13 +404,16 @@ bool StagedDotLoopEmitter::issueIteration(Value j) {
   vals_.pushScope();
   Value jIv = ivTy == i32 ? j : Value(arith::ExtSIOp::create(b_, loc, ivTy, j));
   kl_.bindScalar(op_.getInductionVar(), add(lo, arith::MulIOp::create(b_, loc, jIv, step)));
+  bindAdvances(op_.getRegionIterArgs(), j);
   bool ok = true;
   for (Operation *o : m_.addressOps)
     ok = ok && kl_.lowerOp(o);
-  for (size_t i = 0; ok && i < m_.dots.size(); ++i) {
+  for (size_t i = 0; ok && i < m_.loads.size(); ++i) {
     const Ring &r = rings[i];
-    StageCopier copier(kl_, b_, loc, cast<RankedTensorType>(m_.dots[i].loadB.getType()).getElementType());
-    ok = copier.issueCopy(m_.dots[i].loadB, slot(i, j), copier.swizzledIn(r.rows, r.width));
+    StagedLoad &l = m_.loads[i];
+    StageCopier copier(kl_, b_, loc, cast<RankedTensorType>(l.load.getType()).getElementType());
+    ok = copier.issueCopy(l.load, slot(i, j), copier.swizzledIn(r.rows, r.width), Value(), 0,
+                          l.transposed);
   }
   vals_.popScope();
   return ok;
@@ -325,7 +426,7 @@ Value StagedDotLoopEmitter::desc(Value addr, int64_t high) {
 
 bool StagedDotLoopEmitter::emitDot(size_t i, Value iter) {
   StagedDot &d = m_.dots[i];
-  const Ring &r = rings[i];
+  const Ring &r = rings[d.load];
   Type ea = d.dot.getA().getType().getElementType();
   Layout accLay = wgmmaAccLayout(d.M, d.N, opts_.numWarps);
   const int64_t T = accLay.tm, RB = d.N / 2, R = T * RB;
@@ -350,7 +451,7 @@ bool StagedDotLoopEmitter::emitDot(size_t i, Value iter) {
   // unused. N-major B: column blocks K * W bytes apart (its rows are K).
   int64_t highA = d.invariantA ? descHigh(16, 8 * WA, WA) : 0;
   int64_t highB = d.kMajorB ? descHigh(16, 8 * WB, WB) : descHigh(d.K * WB, 8 * WB, WB);
-  Value sB = slot(i, iter);
+  Value sB = slot(d.load, iter);
   Value sA;
   if (d.invariantA) { // the warpgroup's T row blocks of 64
     Value warp = arith::ShRUIOp::create(b_, loc, kl_.tid(), c32(5));
@@ -470,7 +571,8 @@ bool StagedDotLoopEmitter::emit() {
   auto layoutPtr = [&](size_t k) -> const Layout * { return layouts[k] ? &*layouts[k] : nullptr; };
   SmallVector<Value> inits;
   for (auto [k, v] : llvm::enumerate(op_.getInitArgs()))
-    kl_.flatten(v, inits, loc, layoutPtr(k));
+    if (!isAdvancing(k)) // bound per iteration, not carried
+      kl_.flatten(v, inits, loc, layoutPtr(k));
   auto loop = scf::ForOp::create(b_, loc, c32(0), n, c32(1), inits);
   {
     OpBuilder::InsertionGuard g(b_);
@@ -491,7 +593,9 @@ bool StagedDotLoopEmitter::emit() {
     size_t pos = 0;
     ValueRange args = loop.getRegionIterArgs();
     for (auto [k, a] : llvm::enumerate(op_.getRegionIterArgs()))
-      kl_.bindFlat(a, args, pos, layoutPtr(k));
+      if (!isAdvancing(k))
+        kl_.bindFlat(a, args, pos, layoutPtr(k));
+    bindAdvances(op_.getRegionIterArgs(), it);
     Block &src = *op_.getBody();
     for (Operation &o : src.without_terminator()) {
       bool ok = true;
@@ -509,7 +613,8 @@ bool StagedDotLoopEmitter::emit() {
     }
     SmallVector<Value> yields;
     for (auto [k, v] : llvm::enumerate(src.getTerminator()->getOperands()))
-      kl_.flatten(v, yields, loc, layoutPtr(k));
+      if (!isAdvancing(k))
+        kl_.flatten(v, yields, loc, layoutPtr(k));
     scf::YieldOp::create(b_, loc, yields);
     kl_.popScope();
   }
@@ -518,7 +623,9 @@ bool StagedDotLoopEmitter::emit() {
   size_t pos = 0;
   ValueRange results = loop.getResults();
   for (auto [k, r] : llvm::enumerate(op_.getResults()))
-    kl_.bindFlat(r, results, pos, layoutPtr(k));
+    if (!isAdvancing(k))
+      kl_.bindFlat(r, results, pos, layoutPtr(k));
+  bindAdvances(op_.getResults(), n);
   return true;
 }
 
@@ -536,6 +643,8 @@ std::optional<bool> KernelLowering::lowerStagedDotLoop(scf::ForOp op) {
     StagedDotLoopEmitter emitter(*this, b_, smem_, vals_, opts_, op, *m, stages);
     if (smem_.used() + 1024 + emitter.bytes() > smem_.limit())
       continue;
+    if (!emitter.planAdvances())
+      return std::nullopt;
     remark(op, emitter.summary());
     return emitter.emit();
   }
