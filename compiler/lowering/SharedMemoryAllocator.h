@@ -12,6 +12,7 @@
 
 #include "analysis/Layout.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -49,8 +50,21 @@ public:
     }
     return allocate(bytes, align);
   }
-  /// Gives back a temporary from allocateTemp.
-  void releaseTemp(int64_t off, int64_t bytes) { free_.push_back({off, bytes}); }
+  /// Gives back a temporary from allocateTemp, merged with free neighbours
+  /// (a large loop's buffers, split by later small temporaries and given
+  /// back, serve the next large loop again).
+  void releaseTemp(int64_t off, int64_t bytes) {
+    free_.push_back({off, bytes});
+    std::sort(free_.begin(), free_.end());
+    std::vector<std::pair<int64_t, int64_t>> merged;
+    for (auto [o, n] : free_) {
+      if (!merged.empty() && merged.back().first + merged.back().second >= o)
+        merged.back().second = std::max(merged.back().second, o + n - merged.back().first);
+      else
+        merged.push_back({o, n});
+    }
+    free_ = std::move(merged);
+  }
   /// Moves the end to the next multiple of `align`.
   void alignEnd(int64_t align) { used_ = roundUp(used_, align); }
 
