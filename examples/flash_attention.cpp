@@ -1,0 +1,212 @@
+// flash_attention: FlashAttention forward and backward from the kernel library
+// (kernels_dsl/attention/flash_attn.tile), checked against attention computed in
+// double precision on the CPU, on fresh random inputs, at a sequence length
+// that is no multiple of the blocks.
+//
+//   example_flash_attention [--all]
+//
+// Three kernels: flash_attn_fwd (O and the row log-sum-exp), then for the
+// backward flash_attn_bwd_preprocess (Delta = rowsum(O * dO)) and flash_attn_bwd
+// (dQ, dK, dV). On a GPU: N = 1000, head dims 64 and 128, f16 and bf16, causal
+// and not (--all: also N = 2047); in the CPU interpreter (no GPU, or
+// TESSERA_INTERPRET=1): N = 77, head dim 64, f16. Exits 1 when a check fails.
+#include <tessera/Half.h>
+#include <tessera/KernelLibrary.h>
+#include <tessera/tessera.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace tessera;
+
+namespace {
+
+struct Case {
+  int32_t Z, H, N, D;
+  bool causal;
+  bool bf; // bf16, else f16
+};
+
+// max |got - want| / max |want|: the relative error reported.
+double relErr(const std::vector<double> &got, const std::vector<double> &want) {
+  double e = 0, m = 1e-30;
+  for (size_t i = 0; i < want.size(); ++i) {
+    e = std::max(e, std::fabs(got[i] - want[i]));
+    m = std::max(m, std::fabs(want[i]));
+  }
+  return e / m;
+}
+
+// Attention in double precision, per (batch, head): O, the natural-log LSE, and
+// for the upstream gradient dO: dQ, dK, dV.
+struct Reference {
+  std::vector<double> o, lse, dq, dk, dv;
+};
+
+Reference reference(const Case &c, const std::vector<double> &q, const std::vector<double> &k,
+                    const std::vector<double> &v, const std::vector<double> &dout, double scale) {
+  const int32_t N = c.N, D = c.D;
+  size_t n = size_t(c.Z) * c.H * N * D;
+  Reference r{std::vector<double>(n), std::vector<double>(size_t(c.Z) * c.H * N),
+              std::vector<double>(n, 0.0), std::vector<double>(n, 0.0), std::vector<double>(n, 0.0)};
+  std::vector<double> p(size_t(N) * N), ds(size_t(N) * N);
+  for (int32_t bh = 0; bh < c.Z * c.H; ++bh) {
+    size_t base = size_t(bh) * N * D;
+    auto at = [&](const std::vector<double> &t, int32_t row, int32_t col) {
+      return t[base + size_t(row) * D + col];
+    };
+    for (int32_t i = 0; i < N; ++i) {
+      int32_t last = c.causal ? i : N - 1;
+      double mx = -1e300;
+      for (int32_t j = 0; j <= last; ++j) {
+        double s = 0;
+        for (int32_t d = 0; d < D; ++d)
+          s += at(q, i, d) * at(k, j, d);
+        p[size_t(i) * N + j] = s * scale;
+        mx = std::max(mx, s * scale);
+      }
+      double sum = 0;
+      for (int32_t j = 0; j <= last; ++j)
+        sum += std::exp(p[size_t(i) * N + j] - mx);
+      for (int32_t j = 0; j < N; ++j)
+        p[size_t(i) * N + j] = j <= last ? std::exp(p[size_t(i) * N + j] - mx) / sum : 0.0;
+      r.lse[size_t(bh) * N + i] = mx + std::log(sum);
+      for (int32_t d = 0; d < D; ++d) {
+        double acc = 0;
+        for (int32_t j = 0; j <= last; ++j)
+          acc += p[size_t(i) * N + j] * at(v, j, d);
+        r.o[base + size_t(i) * D + d] = acc;
+      }
+    }
+    // dS = P * (dO V^T - rowsum(dO * O)); dQ = scale dS K, dK = scale dS^T Q, dV = P^T dO.
+    for (int32_t i = 0; i < N; ++i) {
+      double di = 0;
+      for (int32_t d = 0; d < D; ++d)
+        di += at(dout, i, d) * r.o[base + size_t(i) * D + d];
+      for (int32_t j = 0; j < N; ++j) {
+        double s = 0;
+        for (int32_t d = 0; d < D; ++d)
+          s += at(dout, i, d) * at(v, j, d);
+        ds[size_t(i) * N + j] = p[size_t(i) * N + j] * (s - di);
+      }
+    }
+    for (int32_t i = 0; i < N; ++i)
+      for (int32_t j = 0; j < N; ++j) {
+        double pij = p[size_t(i) * N + j], dsij = ds[size_t(i) * N + j];
+        if (pij == 0 && dsij == 0)
+          continue;
+        for (int32_t d = 0; d < D; ++d) {
+          r.dq[base + size_t(i) * D + d] += dsij * at(k, j, d) * scale;
+          r.dk[base + size_t(j) * D + d] += dsij * at(q, i, d) * scale;
+          r.dv[base + size_t(j) * D + d] += pij * at(dout, i, d);
+        }
+      }
+  }
+  return r;
+}
+
+template <class T> bool run(Context &ctx, const Case &c, std::mt19937 &rng) {
+  const int32_t Z = c.Z, H = c.H, N = c.N, D = c.D;
+  const size_t n = size_t(Z) * H * N * D;
+  const float scale = 1.0f / std::sqrt(float(D));
+  std::uniform_real_distribution<float> u(-1, 1);
+  // Inputs rounded to the element type; the reference reads the rounded values.
+  auto fresh = [&](std::vector<T> &t, std::vector<double> &wide) {
+    t.resize(n);
+    wide.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      t[i] = T(u(rng));
+      wide[i] = double(t[i].toFloat());
+    }
+  };
+  std::vector<T> q, k, v, dout;
+  std::vector<double> wq, wk, wv, wdo;
+  fresh(q, wq);
+  fresh(k, wk);
+  fresh(v, wv);
+  fresh(dout, wdo);
+
+  const std::string file = kernelLibraryPath("attention/flash_attn.tile");
+  std::map<std::string, ConstexprValue> cx{{"HEAD_DIM", int64_t(D)}, {"CAUSAL", c.causal},
+                                           {"DT", DType{c.bf ? ScalarType::bf16 : ScalarType::f16, 0}}};
+  JitOptions jo; // 4 warps at head dim 64, 8 at 128 (the accumulators' registers)
+  jo.numWarps = D > 64 ? 8 : 4;
+  Kernel fwd = compile(ctx, file, "flash_attn_fwd", cx, jo);
+  Kernel pre = compile(ctx, file, "flash_attn_bwd_preprocess",
+                       {{"HEAD_DIM", int64_t(D)}, {"DT", DType{c.bf ? ScalarType::bf16 : ScalarType::f16, 0}}});
+  Kernel bwd = compile(ctx, file, "flash_attn_bwd", cx, jo);
+  auto dq_ = ctx.upload(q), dk_ = ctx.upload(k), dv_ = ctx.upload(v), ddo = ctx.upload(dout);
+  auto o = ctx.alloc<T>(n), gq = ctx.alloc<T>(n), gk = ctx.alloc<T>(n), gv = ctx.alloc<T>(n);
+  auto lse = ctx.alloc<float>(size_t(Z) * H * N), delta = ctx.alloc<float>(size_t(Z) * H * N);
+  const int32_t sz = H * N * D, sh = N * D, sn = D;
+  const unsigned blocks = unsigned((N + 127) / 128);
+  fwd.launch(ctx.stream(), Grid{blocks, unsigned(Z * H)}, dq_, dk_, dv_, o, lse, scale, sz, sh, sn,
+             1, H, N);
+  pre.launch(ctx.stream(), Grid{blocks, unsigned(Z * H)}, o, ddo, delta, sz, sh, sn, 1, H, N);
+  bwd.launch(ctx.stream(), Grid{blocks, 1, unsigned(Z * H)}, dq_, dk_, dv_, ddo, gq, gk, gv, lse,
+             delta, scale, sz, sh, sn, 1, H, N);
+
+  Reference r = reference(c, wq, wk, wv, wdo, scale);
+  auto widen = [](const std::vector<T> &t) {
+    std::vector<double> w(t.size());
+    for (size_t i = 0; i < t.size(); ++i)
+      w[i] = double(t[i].toFloat());
+    return w;
+  };
+  auto widenF = [](const std::vector<float> &t) { return std::vector<double>(t.begin(), t.end()); };
+  // Tolerances: outputs rounded to f16 (bf16: 8 bits of mantissa) after f32 accumulation.
+  double tol = c.bf ? 2e-2 : 5e-3, gtol = c.bf ? 4e-2 : 1e-2;
+  struct Check {
+    const char *what;
+    double err, tol;
+  } checks[] = {{"O", relErr(widen(o.toHost()), r.o), tol},
+                {"LSE", relErr(widenF(lse.toHost()), r.lse), 1e-5},
+                {"dQ", relErr(widen(gq.toHost()), r.dq), gtol},
+                {"dK", relErr(widen(gk.toHost()), r.dk), gtol},
+                {"dV", relErr(widen(gv.toHost()), r.dv), gtol}};
+  bool ok = true;
+  std::printf("%dx%dx%dx%d %s%s:", Z, H, N, D, c.bf ? "bf16" : "f16", c.causal ? " causal" : "");
+  for (const Check &ch : checks) {
+    bool pass = ch.err <= ch.tol;
+    std::printf("  %s %.2g%s", ch.what, ch.err, pass ? "" : " (FAILED)");
+    ok = ok && pass;
+  }
+  std::printf("\n");
+  return ok;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  try {
+    bool all = argc > 1 && std::strcmp(argv[1], "--all") == 0;
+    Context ctx;
+    std::printf("running on %s; relative errors (max |error| / max |reference|):\n",
+                ctx.deviceName().c_str());
+    std::vector<Case> cases;
+    if (ctx.isInterpreter()) {
+      cases = {{1, 2, 77, 64, false, false}, {1, 2, 77, 64, true, false}};
+    } else {
+      for (int32_t N : all ? std::vector<int32_t>{1000, 2047} : std::vector<int32_t>{1000})
+        for (int32_t D : {64, 128})
+          for (bool bf : {false, true})
+            for (bool causal : {false, true})
+              cases.push_back({2, 3, N, D, causal, bf});
+    }
+    std::mt19937 rng(std::random_device{}());
+    bool ok = true;
+    for (const Case &c : cases)
+      ok = (c.bf ? run<bf16>(ctx, c, rng) : run<f16>(ctx, c, rng)) && ok;
+    std::printf(ok ? "all checks passed\n" : "some checks FAILED\n");
+    return ok ? 0 : 1;
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+}
