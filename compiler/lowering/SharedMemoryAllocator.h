@@ -50,6 +50,14 @@ public:
     }
     return allocate(bytes, align);
   }
+  /// Whether allocateTemp(bytes, align) stays within the limit: a free block
+  /// holds it, or the end has room.
+  bool fitsTemp(int64_t bytes, int64_t align = 16) const {
+    for (auto [o, n] : free_)
+      if (roundUp(o, align) + bytes <= o + n)
+        return true;
+    return roundUp(used_, align) + bytes <= limit_;
+  }
   /// Gives back a temporary from allocateTemp, merged with free neighbours
   /// (a large loop's buffers, split by later small temporaries and given
   /// back, serve the next large loop again).

@@ -639,15 +639,22 @@ std::optional<bool> KernelLowering::lowerStagedDotLoop(scf::ForOp op) {
   std::optional<StagedLoop> m = matchStagedLoop(op, opts_, target_, axis_);
   if (!m)
     return std::nullopt;
+  int64_t need = 0;
   for (int64_t stages = std::min(opts_.numStages, 4); stages >= 2; --stages) {
     StagedDotLoopEmitter emitter(*this, b_, smem_, vals_, opts_, op, *m, stages);
-    if (smem_.used() + 1024 + emitter.bytes() > smem_.limit())
+    need = emitter.bytes();
+    if (!smem_.fitsTemp(need, 1024))
       continue;
-    if (!emitter.planAdvances())
+    if (!emitter.planAdvances()) {
+      remark(op, "dot loop not staged: a carried pointer tile does not start from index arithmetic");
       return std::nullopt;
+    }
     remark(op, emitter.summary());
     return emitter.emit();
   }
+  remark(op, "dot loop not staged: 2 stages need " + std::to_string(need) +
+                 " bytes of shared memory, more than is left under the limit of " +
+                 std::to_string(smem_.limit()));
   return std::nullopt;
 }
 
