@@ -45,11 +45,16 @@ struct Layout {
   // wgRows are the parent's): slot 2i + h is the thread's row g + 8h of its
   // i-th block of 16 rows, held alike by the four lanes of a quad.
   bool rows = false;
-  int64_t slots() const { return rows ? tm * 2 : mma ? tm * tn * 4 : replicated ? 1 : chunks * vec; }
+  // The column vector (tgpu.slice dim 0) of a wgmma accumulator layout: slot
+  // 2j + q is column 8j + 2 (lane % 4) + q, held alike by every row's threads.
+  bool cols = false;
+  int64_t slots() const {
+    return rows ? tm * 2 : cols ? tn * 2 : mma ? tm * tn * 4 : replicated ? 1 : chunks * vec;
+  }
   bool operator==(const Layout &o) const {
     return shape == o.shape && mma == o.mma && vec == o.vec && replicated == o.replicated &&
            wm == o.wm && wn == o.wn && wgRows == o.wgRows && transposed == o.transposed &&
-           rows == o.rows;
+           rows == o.rows && cols == o.cols;
   }
   bool operator!=(const Layout &o) const { return !(*this == o); }
 };
@@ -120,6 +125,19 @@ inline std::optional<Layout> rowsLayoutFor(int64_t M, int64_t numWarps) {
   return l;
 }
 
+/// The column vector of wgmmaAccLayout(*, N, *) (tgpu.slice dim 0), or
+/// nothing when N is not a whole number of n8 tiles up to 256.
+inline std::optional<Layout> colsLayoutFor(int64_t N) {
+  if (N % 8 || N > 256)
+    return std::nullopt;
+  Layout l;
+  l.shape = {N};
+  l.total = N;
+  l.cols = true;
+  l.tn = N / 8;
+  return l;
+}
+
 /// The registers of a tile in the mma layout `enc` (tgpu encoding), or
 /// nothing when the tile's shape does not have that layout.
 inline std::optional<Layout> accLayoutFor(ArrayRef<int64_t> shape, tgpu::MmaEncodingAttr enc) {
@@ -181,7 +199,9 @@ inline Layout layoutOfType(RankedTensorType t, int64_t threads) {
     if (std::optional<Layout> l = accLayoutFor(t.getShape(), enc))
       return *l;
   if (auto enc = tgpu::sliceEncodingOf(t))
-    if (std::optional<Layout> l = rowsLayoutFor(t.getDimSize(0), enc.getParent().getWarps()))
+    if (std::optional<Layout> l = enc.getDim() == 1
+                                      ? rowsLayoutFor(t.getDimSize(0), enc.getParent().getWarps())
+                                      : colsLayoutFor(t.getDimSize(0)))
       return *l;
   return layoutFor(t.getShape(), threads);
 }

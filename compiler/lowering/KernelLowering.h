@@ -163,7 +163,12 @@ public:
   // The slot of a rows-layout tile (of the parent `l`) that holds the row
   // `row` (a value from mmaRow), or -1.
   int64_t rowSlot(const Layout &l, Value row);
-  // The slot of `v` (a rows-layout tile in registers) at coordinates `c`, or -1.
+  // The column of a wgmma accumulator layout's n8 tile j, element q (0, 1)
+  // of the thread's pair: one value for every slot on that column, and for
+  // the cols layout's slot 2j + q (colSlots_).
+  Value mmaCol(int64_t j, int64_t q);
+  // The slot of `v` (a row or column vector in registers, tgpu.slice) at
+  // coordinates `c`, or -1.
   int64_t heldRow(Value v, ArrayRef<Value> c);
   /// The coordinates of flat index `base + off` in `shape`, where `base` is in
   /// [0, bound) and `off` a multiple of `bound` (both powers of two): the
@@ -528,6 +533,9 @@ private:
   // inverse: row value -> (that key, slot 2i + h).
   std::map<std::vector<int64_t>, Value> mmaRows_;
   DenseMap<Value, std::pair<std::vector<int64_t>, int64_t>> rowSlots_;
+  // mmaCol's values by (j, q), and the inverse: column value -> slot 2j + q.
+  std::map<std::pair<int64_t, int64_t>, Value> mmaCols_;
+  DenseMap<Value, int64_t> colSlots_;
   DenseMap<Attribute, Value> entryConsts_;
   // A coordinate known to be base + off, base in [0, bound), off a multiple
   // of bound. elem() moves such a coordinate to the first of its run of

@@ -44,9 +44,10 @@ using namespace detail;
 
 ArrayRef<Value> KernelLowering::coords(const Layout &l, int64_t s) {
   std::vector<int64_t> key(l.shape.begin(), l.shape.end());
-  key.push_back(l.mma || l.rows ? l.wm * 1000 + l.wn + (l.wgRows ? 100000 : 0) +
-                                    (l.transposed ? 200000 : 0) + (l.rows ? 400000 : 0)
-                              : -1);
+  key.push_back(l.mma || l.rows || l.cols
+                   ? l.wm * 1000 + l.wn + (l.wgRows ? 100000 : 0) + (l.transposed ? 200000 : 0) +
+                         (l.rows ? 400000 : 0) + (l.cols ? 800000 : 0)
+                   : -1);
   key.push_back(l.vec);
   auto it = coordCache_.find({key, s});
   if (it != coordCache_.end())
@@ -73,18 +74,25 @@ ArrayRef<Value> KernelLowering::coords(const Layout &l, int64_t s) {
     } else {
       row = mmaRow(l, i, q >= 2);
     }
-    Value col = arith::AddIOp::create(
-        b_, loc, arith::MulIOp::create(b_, loc, wc, i32c(l.tn * 8, loc)),
-        arith::AddIOp::create(
-            b_, loc,
-            arith::ShLIOp::create(b_, loc, arith::AndIOp::create(b_, loc, lane, i32c(3, loc)), i32c(1, loc)),
-            i32c(j * 8 + (q & 1), loc)));
+    // One warp across the columns (wgmma's layouts): the column values that
+    // a column vector (tgpu.slice dim 0) is found at.
+    Value col = l.wn == 1 && !l.transposed
+                    ? mmaCol(j, q & 1)
+                    : Value(arith::AddIOp::create(
+                          b_, loc, arith::MulIOp::create(b_, loc, wc, i32c(l.tn * 8, loc)),
+                          arith::AddIOp::create(
+                              b_, loc,
+                              arith::ShLIOp::create(b_, loc, arith::AndIOp::create(b_, loc, lane, i32c(3, loc)),
+                                                    i32c(1, loc)),
+                              i32c(j * 8 + (q & 1), loc))));
     if (l.transposed)
       std::swap(row, col);
     return coordCache_[{key, s}] = SmallVector<Value>{row, col};
   }
   if (l.rows)
     return coordCache_[{key, s}] = SmallVector<Value>{mmaRow(l, s / 2, s % 2)};
+  if (l.cols)
+    return coordCache_[{key, s}] = SmallVector<Value>{mmaCol(s / 2, s % 2)};
   if (l.replicated) {
     Value flat = arith::AndIOp::create(b_, loc, tid_, i32c(l.total - 1, loc));
     return coordCache_[{key, s}] = unflatten(flat, l.shape, loc);
@@ -135,6 +143,21 @@ Value KernelLowering::mmaRow(const Layout &l, int64_t i, int64_t h) {
   return row;
 }
 
+Value KernelLowering::mmaCol(int64_t j, int64_t q) {
+  Value &col = mmaCols_[{j, q}];
+  if (col)
+    return col;
+  OpBuilder::InsertionGuard g(b_);
+  b_.setInsertionPointAfter(tid_.getDefiningOp());
+  Location loc = src_.getLoc();
+  Value lane = arith::AndIOp::create(b_, loc, tid_, i32c(31, loc));
+  Value pair = arith::ShLIOp::create(b_, loc, arith::AndIOp::create(b_, loc, lane, i32c(3, loc)),
+                                     i32c(1, loc));
+  col = arith::AddIOp::create(b_, loc, pair, i32c(j * 8 + q, loc));
+  colSlots_[col] = 2 * j + q;
+  return col;
+}
+
 int64_t KernelLowering::rowSlot(const Layout &l, Value row) {
   auto it = rowSlots_.find(row);
   return it != rowSlots_.end() && it->second.first == rowsKey(l) ? it->second.second : -1;
@@ -145,6 +168,10 @@ int64_t KernelLowering::heldRow(Value v, ArrayRef<Value> c) {
   if (lv.kind != Lowered::Dist || c.size() != 1)
     return -1;
   Layout l = layoutOfValue(v);
+  if (l.cols) {
+    auto it = colSlots_.find(c[0]);
+    return it != colSlots_.end() && it->second < l.slots() ? it->second : -1;
+  }
   return l.rows ? rowSlot(l, c[0]) : -1;
 }
 
@@ -668,8 +695,10 @@ bool KernelLowering::lowerOp(Operation *op) {
     }
     Lowered &ls = lookup(src);
     auto rt = cast<RankedTensorType>(res.getType());
-    if (isa<tile::ExpandDimsOp>(op) && ls.kind == Lowered::Dist && layoutOfValue(src).rows) {
-      // A row vector in registers, read at the rows of its parent's slots.
+    if (isa<tile::ExpandDimsOp>(op) && ls.kind == Lowered::Dist &&
+        (layoutOfValue(src).rows || layoutOfValue(src).cols)) {
+      // A row (column) vector in registers, read at the rows (columns) of its
+      // parent's slots.
       setVirtual(res);
       return true;
     }

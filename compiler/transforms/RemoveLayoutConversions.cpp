@@ -139,7 +139,7 @@ bool isIndexArithmetic(Value v, int depth) {
     return false;
   if (isa<tile::MakeRangeOp, tile::SplatOp, arith::ConstantOp>(def))
     return true;
-  if (!isa<tile::BroadcastOp, tile::ExpandDimsOp>(def) &&
+  if (!isa<tile::BroadcastOp, tile::ExpandDimsOp, tile::AddPtrOp>(def) &&
       !(OpTrait::hasElementwiseMappableTraits(def) && isMemoryEffectFree(def)))
     return false;
   for (Value o : def->getOperands())
@@ -159,17 +159,93 @@ Value inLayout(PatternRewriter &rewriter, Location loc, Value v, RankedTensorTyp
     return s;
   if (isIndexArithmetic(v, 0))
     return convertTo(rewriter, loc, type, v);
+  // A vector expanded and broadcast over the rows (x[:, None]) or the
+  // columns (x[None, :]) of an mma tile: the vector in the row or column
+  // vector layout (tgpu.slice), which it is already in when it comes from a
+  // reduction, and is otherwise converted to (a loaded vector is then loaded
+  // in it: PullConversionIntoLoad).
   auto mma = tgpu::mmaEncodingOf(type);
   auto bc = v.getDefiningOp<tile::BroadcastOp>();
   auto ed = bc ? bc.getSrc().getDefiningOp<tile::ExpandDimsOp>() : tile::ExpandDimsOp();
-  auto cv = ed ? ed.getSrc().getDefiningOp<ConvertLayoutOp>() : ConvertLayoutOp();
-  auto slice = cv ? tgpu::sliceEncodingOf(cv.getSrc().getType()) : tgpu::SliceEncodingAttr();
-  if (!mma || !slice || slice.getParent() != mma || ed.getAxis() != 1)
+  if (!mma || mma.getVersion() != 3 || mma.getTransposed() || !ed || type.getRank() != 2 ||
+      ed.getSrc().getType().getRank() != 1)
     return {};
+  unsigned axis = ed.getAxis();
+  auto sliceEnc = tgpu::SliceEncodingAttr::get(rewriter.getContext(), axis == 1 ? 1 : 0, mma);
+  auto vecTy = tgpu::withEncoding(ed.getSrc().getType(), sliceEnc);
+  if (axis == 1 && type.getDimSize(0) % (64 * (mma.getWarps() / 4)))
+    return {};
+  if (axis == 0 && (type.getDimSize(1) % 8 || type.getDimSize(1) > 256))
+    return {};
+  Value vec = ed.getSrc();
+  if (auto cv = vec.getDefiningOp<ConvertLayoutOp>(); cv && cv.getSrc().getType() == vecTy) {
+    vec = cv.getSrc();
+  } else if (vec.getType() != vecTy) {
+    // Where the vector is defined: once before a loop that only reads it.
+    OpBuilder::InsertionGuard g(rewriter);
+    rewriter.setInsertionPointAfterValue(vec);
+    vec = convertTo(rewriter, loc, vecTy, vec);
+  }
   auto edType = tgpu::withEncoding(cast<RankedTensorType>(ed.getType()), mma);
-  Value expanded = tile::ExpandDimsOp::create(rewriter, loc, edType, cv.getSrc(), ed.getAxisAttr());
+  Value expanded = tile::ExpandDimsOp::create(rewriter, loc, edType, vec, ed.getAxisAttr());
   return tile::BroadcastOp::create(rewriter, loc, type, expanded);
 }
+
+/// `v` (a vector) computed directly in `type`'s layout, or null: index
+/// arithmetic and splats (evaluated at any coordinates), and loads and
+/// elementwise ops whose operands are (a load's pointers and mask are index
+/// arithmetic, read at the layout's coordinates). Other users keep the
+/// original (reading a vector twice costs little; a dead one is dropped).
+Value rebuildIn(PatternRewriter &rewriter, Value v, RankedTensorType type, int depth) {
+  Location loc = v.getLoc();
+  if (depth > 6)
+    return {};
+  if (Value s = splatIn(rewriter, loc, v, type))
+    return s;
+  if (isIndexArithmetic(v, 0))
+    return convertTo(rewriter, loc, type, v);
+  Operation *def = v.getDefiningOp();
+  if (!def || def->getNumResults() != 1 || def->getNumRegions() ||
+      !(isa<tile::LoadOp>(def) ||
+        (OpTrait::hasElementwiseMappableTraits(def) && isMemoryEffectFree(def))))
+    return {};
+  SmallVector<Value> operands;
+  for (Value o : def->getOperands()) {
+    auto t = dyn_cast<RankedTensorType>(o.getType());
+    if (!t) {
+      operands.push_back(o);
+      continue;
+    }
+    Value in = rebuildIn(rewriter, o, tgpu::withEncoding(t, type.getEncoding()), depth + 1);
+    if (!in)
+      return {};
+    operands.push_back(in);
+  }
+  Operation *inner = rewriter.clone(*def);
+  inner->setOperands(operands);
+  inner->getResult(0).setType(type);
+  return inner->getResult(0);
+}
+
+/// A conversion into a row or column vector layout of a vector that is
+/// loaded (and computed elementwise from what is loaded): loaded in that
+/// layout instead, each thread reading the elements it holds, with no round
+/// trip through shared memory.
+struct PullConversionIntoLoad : OpRewritePattern<ConvertLayoutOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ConvertLayoutOp cv, PatternRewriter &rewriter) const override {
+    if (!tgpu::sliceEncodingOf(cv.getType()) || cast<RankedTensorType>(cv.getSrc().getType()).getEncoding())
+      return failure();
+    Operation *def = cv.getSrc().getDefiningOp();
+    if (!def || isa<ConvertLayoutOp>(def) || isIndexArithmetic(cv.getSrc(), 0))
+      return failure();
+    Value in = rebuildIn(rewriter, cv.getSrc(), cv.getType(), 0);
+    if (!in)
+      return failure();
+    rewriter.replaceOp(cv, in);
+    return success();
+  }
+};
 
 /// A reduction along the rows of a tile converted out of the wgmma layout
 /// reduces the registers themselves, into the layout's row vector.
@@ -268,7 +344,7 @@ struct RemoveLayoutConversionsPass
     RewritePatternSet patterns(ctx);
     ConvertLayoutOp::getCanonicalizationPatterns(patterns, ctx);
     patterns.add<CarryInConvertedLayout, SinkConversionThroughElementwise, ReduceIntoRows,
-                 StoreInAnyLayout>(ctx);
+                 StoreInAnyLayout, PullConversionIntoLoad>(ctx);
     GreedyRewriteConfig config;
     config.setStrictness(GreedyRewriteStrictness::ExistingAndNewOps);
     config.enableConstantCSE(false);

@@ -164,7 +164,10 @@ LogicalResult LoadOp::verify() {
   Type pointee = pointeeOf(getPtr().getType());
   if (!pointee)
     return emitOpError("expects a pointer or a tile of pointers");
-  if (getResult().getType() != withElementType(getPtr().getType(), pointee))
+  // The result may be in any layout (tgpu encoding): the pointers are
+  // evaluated at the coordinates its registers hold.
+  if (!sameShape(getResult().getType(), getPtr().getType()) ||
+      getElementTypeOrSelf(getResult().getType()) != pointee)
     return emitOpError("result type ") << getResult().getType()
                                        << " does not match the pointer type " << getPtr().getType();
   if (failed(verifyMask(*this, getPtr().getType(), getMask())))

@@ -40,14 +40,17 @@ def TileGPU_DotOperandEncodingAttr : TileGPU_Attr<"DotOperandEncoding", "dot_ope
 }
 
 def TileGPU_SliceEncodingAttr : TileGPU_Attr<"SliceEncoding", "slice"> {
-  let summary = "The row vector of a tensor-core accumulator layout";
+  let summary = "The row or column vector of a tensor-core accumulator layout";
   let description = [{
-    A 1-D tile of `parent`'s rows, as a reduction along the rows of a tile
-    in `parent` leaves it (`dim` = 1, the reduced axis: the only one
-    supported): element r is held, in registers, by every thread that owns
-    row r in `parent`. So `x - max(x, 1)[:, None]` and the running row max
-    and sum of an online softmax stay in registers. Only the wgmma layout
-    (version 3, not transposed) has it: its warps split rows only.
+    A 1-D tile along one axis of `parent`, the other (`dim`) removed.
+    `dim` = 1, the row vector (printed `#rows`), as a reduction along the
+    rows of a tile in `parent` leaves it: element r is held, in registers, by
+    every thread that owns row r in `parent`. So `x - max(x, 1)[:, None]` and
+    the running row max and sum of an online softmax stay in registers.
+    `dim` = 0, the column vector (`#cols`): element c is held by every thread
+    that owns column c, so `x - m[None, :]` (attention backward's per-query
+    statistics along the columns of S^T) reads registers. Only the wgmma
+    layout (version 3, not transposed) has them: its warps split rows only.
   }];
   let parameters = (ins "unsigned":$dim, "::tessera::tgpu::MmaEncodingAttr":$parent);
   let assemblyFormat = "`<` struct(params) `>`";

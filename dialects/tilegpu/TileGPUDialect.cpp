@@ -26,8 +26,8 @@ struct TileGPUAsmInterface : public OpAsmDialectInterface {
       os << (d.getOpIdx() == 0 ? "opA" : "opB");
       return AliasResult::OverridableAlias;
     }
-    if (isa<SliceEncodingAttr>(attr)) {
-      os << "rows";
+    if (auto sl = dyn_cast<SliceEncodingAttr>(attr)) {
+      os << (sl.getDim() == 1 ? "rows" : "cols");
       return AliasResult::OverridableAlias;
     }
     return AliasResult::NoAlias;
@@ -76,8 +76,9 @@ LogicalResult DotOperandEncodingAttr::verify(function_ref<InFlightDiagnostic()> 
 
 LogicalResult SliceEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                         unsigned dim, MmaEncodingAttr parent) {
-  if (dim != 1)
-    return emitError() << "only row vectors (slice dim 1) of an mma layout exist, got dim " << dim;
+  if (dim > 1)
+    return emitError() << "a slice of a 2-D mma layout removes dim 0 (a column vector) or 1 (a "
+                          "row vector), got dim " << dim;
   if (!parent || parent.getVersion() != 3 || parent.getTransposed())
     return emitError() << "a slice needs a wgmma (version 3, not transposed) parent layout";
   return success();

@@ -42,3 +42,17 @@ func.func @bad_element(%x: tensor<64x64xf32>) {
   %0 = tgpu.convert_layout %x : tensor<64x64xf32> -> tensor<64x64xf16, #tgpu.mma<version = 2, warps = 4, transposed = false>>
   return
 }
+
+// -----
+
+// expected-error @+1 {{a slice of a 2-D mma layout removes dim 0 (a column vector) or 1 (a row vector), got dim 2}}
+func.func @bad_slice_dim(%x: tensor<64xf32, #tgpu.slice<dim = 2, parent = #tgpu.mma<version = 3, warps = 4, transposed = false>>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{a slice needs a wgmma (version 3, not transposed) parent layout}}
+func.func @bad_slice_parent(%x: tensor<64xf32, #tgpu.slice<dim = 0, parent = #tgpu.mma<version = 2, warps = 4, transposed = false>>>) {
+  return
+}
