@@ -87,7 +87,10 @@ void checkResults(Context &ctx) {
     err = std::max(err, std::fabs(z[size_t(i)] - want) / (1 + std::fabs(want)));
   }
   INFO("max relative error " << err);
-  CHECK(err < 1e-5);
+  // f32 sums of up to 4096 terms (the tile's total) in another order than the
+  // reference's: typically 2-8e-6, 1.06e-5 seen on an H100 for one seed. A
+  // buffer reused while still live gives errors of order 1.
+  CHECK(err < 5e-5);
 }
 
 } // namespace
