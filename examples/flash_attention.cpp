@@ -10,6 +10,8 @@
 // (dQ, dK, dV). On a GPU: N = 1000, head dims 64 and 128, f16 and bf16, causal
 // and not (--all: also N = 2047); in the CPU interpreter (no GPU, or
 // TESSERA_INTERPRET=1): N = 77, head dim 64, f16. Exits 1 when a check fails.
+#include "AttentionReference.h"
+
 #include <tessera/Half.h>
 #include <tessera/KernelLibrary.h>
 #include <tessera/tessera.h>
@@ -41,74 +43,6 @@ double relErr(const std::vector<double> &got, const std::vector<double> &want) {
     m = std::max(m, std::fabs(want[i]));
   }
   return e / m;
-}
-
-// Attention in double precision, per (batch, head): O, the natural-log LSE, and
-// for the upstream gradient dO: dQ, dK, dV.
-struct Reference {
-  std::vector<double> o, lse, dq, dk, dv;
-};
-
-Reference reference(const Case &c, const std::vector<double> &q, const std::vector<double> &k,
-                    const std::vector<double> &v, const std::vector<double> &dout, double scale) {
-  const int32_t N = c.N, D = c.D;
-  size_t n = size_t(c.Z) * c.H * N * D;
-  Reference r{std::vector<double>(n), std::vector<double>(size_t(c.Z) * c.H * N),
-              std::vector<double>(n, 0.0), std::vector<double>(n, 0.0), std::vector<double>(n, 0.0)};
-  std::vector<double> p(size_t(N) * N), ds(size_t(N) * N);
-  for (int32_t bh = 0; bh < c.Z * c.H; ++bh) {
-    size_t base = size_t(bh) * N * D;
-    auto at = [&](const std::vector<double> &t, int32_t row, int32_t col) {
-      return t[base + size_t(row) * D + col];
-    };
-    for (int32_t i = 0; i < N; ++i) {
-      int32_t last = c.causal ? i : N - 1;
-      double mx = -1e300;
-      for (int32_t j = 0; j <= last; ++j) {
-        double s = 0;
-        for (int32_t d = 0; d < D; ++d)
-          s += at(q, i, d) * at(k, j, d);
-        p[size_t(i) * N + j] = s * scale;
-        mx = std::max(mx, s * scale);
-      }
-      double sum = 0;
-      for (int32_t j = 0; j <= last; ++j)
-        sum += std::exp(p[size_t(i) * N + j] - mx);
-      for (int32_t j = 0; j < N; ++j)
-        p[size_t(i) * N + j] = j <= last ? std::exp(p[size_t(i) * N + j] - mx) / sum : 0.0;
-      r.lse[size_t(bh) * N + i] = mx + std::log(sum);
-      for (int32_t d = 0; d < D; ++d) {
-        double acc = 0;
-        for (int32_t j = 0; j <= last; ++j)
-          acc += p[size_t(i) * N + j] * at(v, j, d);
-        r.o[base + size_t(i) * D + d] = acc;
-      }
-    }
-    // dS = P * (dO V^T - rowsum(dO * O)); dQ = scale dS K, dK = scale dS^T Q, dV = P^T dO.
-    for (int32_t i = 0; i < N; ++i) {
-      double di = 0;
-      for (int32_t d = 0; d < D; ++d)
-        di += at(dout, i, d) * r.o[base + size_t(i) * D + d];
-      for (int32_t j = 0; j < N; ++j) {
-        double s = 0;
-        for (int32_t d = 0; d < D; ++d)
-          s += at(dout, i, d) * at(v, j, d);
-        ds[size_t(i) * N + j] = p[size_t(i) * N + j] * (s - di);
-      }
-    }
-    for (int32_t i = 0; i < N; ++i)
-      for (int32_t j = 0; j < N; ++j) {
-        double pij = p[size_t(i) * N + j], dsij = ds[size_t(i) * N + j];
-        if (pij == 0 && dsij == 0)
-          continue;
-        for (int32_t d = 0; d < D; ++d) {
-          r.dq[base + size_t(i) * D + d] += dsij * at(k, j, d) * scale;
-          r.dk[base + size_t(j) * D + d] += dsij * at(q, i, d) * scale;
-          r.dv[base + size_t(j) * D + d] += pij * at(dout, i, d);
-        }
-      }
-  }
-  return r;
 }
 
 template <class T> bool run(Context &ctx, const Case &c, std::mt19937 &rng) {
@@ -152,7 +86,7 @@ template <class T> bool run(Context &ctx, const Case &c, std::mt19937 &rng) {
   bwd.launch(ctx.stream(), Grid{blocks, 1, unsigned(Z * H)}, dq_, dk_, dv_, ddo, gq, gk, gv, lse,
              delta, scale, sz, sh, sn, 1, H, N);
 
-  Reference r = reference(c, wq, wk, wv, wdo, scale);
+  AttentionReference r = attentionReference(c.Z * c.H, c.N, c.D, c.causal, wq, wk, wv, wdo, scale);
   auto widen = [](const std::vector<T> &t) {
     std::vector<double> w(t.size());
     for (size_t i = 0; i < t.size(); ++i)

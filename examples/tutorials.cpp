@@ -8,6 +8,8 @@
 // On a GPU the tutorials' own sizes and configurations; in the CPU
 // interpreter (no GPU, or TESSERA_INTERPRET=1) smaller sizes. Exits 1 when a
 // check fails.
+#include "AttentionReference.h"
+
 #include <tessera/Half.h>
 #include <tessera/tessera.h>
 
@@ -287,67 +289,18 @@ bool fusedAttention(Context &ctx, std::mt19937 &rng, bool causal) {
   bwd.launch(ctx.stream(), Grid{unsigned(N / 128), 1, unsigned(Z * H)}, dq_, dks, dv_, smScale,
              ddo, gq, gk, gv, m, delta, sz, sh, sn, 1, H, N);
 
-  std::vector<double> wo(n), wm(size_t(Z) * H * N), wdq(n, 0.0), wdk(n, 0.0), wdv(n, 0.0);
-  std::vector<double> p(size_t(N) * N), dp(size_t(N) * N);
-  auto at = [&](const std::vector<f16> &t, size_t base, int32_t row, int32_t col) {
-    return double(t[base + size_t(row) * D + col].toFloat());
-  };
-  for (int32_t bh = 0; bh < Z * H; ++bh) {
-    size_t base = size_t(bh) * N * D;
-    for (int32_t i = 0; i < N; ++i) {
-      int32_t last = causal ? i : N - 1;
-      double mx = -1e300;
-      for (int32_t j = 0; j <= last; ++j) {
-        double s = 0;
-        for (int32_t c = 0; c < D; ++c)
-          s += at(q, base, i, c) * at(k, base, j, c);
-        p[size_t(i) * N + j] = s * smScale;
-        mx = std::max(mx, s * smScale);
-      }
-      double sum = 0;
-      for (int32_t j = 0; j <= last; ++j)
-        sum += std::exp(p[size_t(i) * N + j] - mx);
-      for (int32_t j = 0; j < N; ++j)
-        p[size_t(i) * N + j] = j <= last ? std::exp(p[size_t(i) * N + j] - mx) / sum : 0.0;
-      wm[size_t(bh) * N + i] = (mx + std::log(sum)) / std::log(2.0);
-      for (int32_t c = 0; c < D; ++c) {
-        double acc = 0;
-        for (int32_t j = 0; j <= last; ++j)
-          acc += p[size_t(i) * N + j] * at(v, base, j, c);
-        wo[base + size_t(i) * D + c] = acc;
-      }
-    }
-    // dP = dO V^T, dS = P * (dP - rowsum(dO * O)), dQ = dS K, dK = dS^T Q, dV = P^T dO.
-    for (int32_t i = 0; i < N; ++i) {
-      double di = 0;
-      for (int32_t c = 0; c < D; ++c)
-        di += at(dout, base, i, c) * wo[base + size_t(i) * D + c];
-      for (int32_t j = 0; j < N; ++j) {
-        double s = 0;
-        for (int32_t c = 0; c < D; ++c)
-          s += at(dout, base, i, c) * at(v, base, j, c);
-        dp[size_t(i) * N + j] = p[size_t(i) * N + j] * (s - di);
-      }
-    }
-    for (int32_t i = 0; i < N; ++i)
-      for (int32_t j = 0; j < N; ++j) {
-        double pij = p[size_t(i) * N + j], ds = dp[size_t(i) * N + j];
-        if (pij == 0 && ds == 0)
-          continue;
-        for (int32_t c = 0; c < D; ++c) {
-          wdq[base + size_t(i) * D + c] += ds * at(k, base, j, c) * smScale;
-          wdk[base + size_t(j) * D + c] += ds * at(q, base, i, c) * smScale;
-          wdv[base + size_t(j) * D + c] += pij * at(dout, base, i, c);
-        }
-      }
-  }
+  AttentionReference r = attentionReference(Z * H, N, D, causal, widen(q), widen(k), widen(v),
+                                            widen(dout), smScale);
+  std::vector<double> wm(r.lse.size()); // the tutorial's M: the LSE in base 2
+  for (size_t i = 0; i < wm.size(); ++i)
+    wm[i] = r.lse[i] / std::log(2.0);
   std::string shape = std::string(causal ? "causal " : "") + std::to_string(Z * H) + "x" +
                       std::to_string(N) + "x" + std::to_string(D);
-  rep.check("forward O " + shape, relErr(widen(o.toHost()), wo), 5e-3);
+  rep.check("forward O " + shape, relErr(widen(o.toHost()), r.o), 5e-3);
   rep.check("forward M (log2 of row sums)", relErr(widen(m.toHost()), wm), 1e-5);
-  rep.check("backward dQ", relErr(widen(gq.toHost()), wdq), 1e-2);
-  rep.check("backward dK", relErr(widen(gk.toHost()), wdk), 1e-2);
-  rep.check("backward dV", relErr(widen(gv.toHost()), wdv), 1e-2);
+  rep.check("backward dQ", relErr(widen(gq.toHost()), r.dq), 1e-2);
+  rep.check("backward dK", relErr(widen(gk.toHost()), r.dk), 1e-2);
+  rep.check("backward dV", relErr(widen(gv.toHost()), r.dv), 1e-2);
   return rep.ok;
 }
 
