@@ -13,6 +13,17 @@
 #include <cstdint>
 #include <vector>
 
+/// max |got - want| / max |want| over a whole output: the relative error the
+/// examples' checks report.
+inline double relErr(const std::vector<double> &got, const std::vector<double> &want) {
+  double e = 0, m = 1e-30;
+  for (size_t i = 0; i < want.size(); ++i) {
+    e = std::max(e, std::fabs(got[i] - want[i]));
+    m = std::max(m, std::fabs(want[i]));
+  }
+  return e / m;
+}
+
 struct AttentionReference {
   std::vector<double> o, lse, dq, dk, dv;
 };

@@ -35,16 +35,6 @@ struct Case {
   bool bf; // bf16, else f16
 };
 
-// max |got - want| / max |want|: the relative error reported.
-double relErr(const std::vector<double> &got, const std::vector<double> &want) {
-  double e = 0, m = 1e-30;
-  for (size_t i = 0; i < want.size(); ++i) {
-    e = std::max(e, std::fabs(got[i] - want[i]));
-    m = std::max(m, std::fabs(want[i]));
-  }
-  return e / m;
-}
-
 template <class T> bool run(Context &ctx, const Case &c, std::mt19937 &rng) {
   const int32_t Z = c.Z, H = c.H, N = c.N, D = c.D;
   const size_t n = size_t(Z) * H * N * D;

@@ -51,16 +51,6 @@ struct Report {
   }
 };
 
-// max |got - want| / max |want| over the whole output: the relative error
-// the checks report.
-double relErr(const std::vector<double> &got, const std::vector<double> &want) {
-  double e = 0, m = 1e-30;
-  for (size_t i = 0; i < want.size(); ++i) {
-    e = std::max(e, std::fabs(got[i] - want[i]));
-    m = std::max(m, std::fabs(want[i]));
-  }
-  return e / m;
-}
 
 template <class T> std::vector<double> widen(const std::vector<T> &v) {
   std::vector<double> d(v.size());
