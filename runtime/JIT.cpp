@@ -120,6 +120,19 @@ Kernel compileImpl(Context &ctx, const std::string &path, const std::string *tex
   config.numWarps = unsigned(options.numWarps);
 
   if (!gpu) { // the interpreter runs tile IR directly, and ignores facts
+    if (options.checkTargetResources) {
+      // What the GPU would reject, reported before anything runs: the lowering
+      // for the target (no PTX, so no libdevice) checks shared memory.
+      CompileOptions lo = co;
+      lo.debugInfo = false;
+      CompileResult g = text ? compileSource(*text, path, kernel, lo, Stage::GpuIR)
+                             : compileFile(path, kernel, lo, Stage::GpuIR);
+      if (!g.ok)
+        throw Error("kernel '" + kernel + "' would not run on the GPU (" +
+                    lo.resolvedTarget().name() + "), so the interpreter does not run it " +
+                    "either (JitOptions::checkTargetResources, tessera run --no-target-check):\n" +
+                    g.diagnostics);
+    }
     Module m = ctx.loadModule(ModuleImage{ModuleFormat::TileIR, r.tileIR});
     return Kernel(m.function(kernel), sig, config);
   }

@@ -48,6 +48,9 @@ options:
   --num-warps N    warps per program instance on the GPU (power of two, default 4)
   --num-stages N   shared-memory pipeline stages for loops feeding dot (default 4)
   --interpret      run in the CPU interpreter even when a GPU is present
+  --no-target-check  in the interpreter, skip lowering the kernel for the target
+                   first; by default a kernel that the GPU would reject (more
+                   shared memory than a block may use) is rejected here too
   --check          run on the GPU and in the interpreter with the same inputs and
                    compare every buffer: max relative error = max|gpu - interp| /
                    max|interp| over the buffer (NaN in both counts as equal);
@@ -82,6 +85,7 @@ struct RunOptions {
   int numWarps = 4;
   int numStages = 4;
   bool interpret = false, check = false;
+  bool targetCheck = true;
   uint64_t seed = 0;
   double tol = 1e-5;
   int iters = 10;
@@ -204,6 +208,7 @@ int execute(Backends &be, const RunOptions &o, Report &rep, Inputs &in) {
   jo.numWarps = o.numWarps;
   jo.numStages = o.numStages;
   jo.importPaths = o.importPaths;
+  jo.checkTargetResources = o.targetCheck;
   Kernel gk, ik;
   try {
     if (be.gpu)
@@ -371,6 +376,8 @@ int cmdRun(int argc, char **argv) {
         return usageError(err, kRunHelp);
     } else if (a == "--interpret") {
       o.interpret = true;
+    } else if (a == "--no-target-check") {
+      o.targetCheck = false;
     } else if (a == "--check") {
       o.check = true;
     } else if (a == "--basics") {

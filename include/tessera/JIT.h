@@ -33,6 +33,13 @@ struct JitOptions : CompileOptions {
   /// e.g. a unit stride makes loads contiguous. false: one variant, compiled
   /// by compile(), for any values. The interpreter ignores this.
   bool specialize = true;
+  /// In the interpreter: first lower the kernel for the target (`target`,
+  /// else sm_90) as the GPU would, and throw the error the GPU would give
+  /// (today: more shared memory than one block of the target may use, or a
+  /// construct the GPU lowering rejects), so that a kernel that runs in the
+  /// interpreter also launches on the GPU. Registers are not estimated. The
+  /// GPU ignores this (it lowers anyway).
+  bool checkTargetResources = true;
 };
 
 /// Compiles `kernel` of the file at `path` with the given constexpr values and
