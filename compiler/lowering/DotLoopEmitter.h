@@ -25,6 +25,18 @@ inline int64_t descHigh(int64_t lbo, int64_t sbo, int64_t W) {
   return ((lbo >> 4) & 0x3FFF) << 16 | ((sbo >> 4) & 0x3FFF) << 32 | swizzleMode(W) << 62;
 }
 
+/// A wgmma shared-memory descriptor: the address field of `addr` (an i32
+/// shared-memory address) joined to the constant `high` part (descHigh).
+inline Value smemDescriptor(OpBuilder &b, Location loc, Value addr, int64_t high) {
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  Value field = arith::AndIOp::create(
+      b, loc,
+      arith::ShRUIOp::create(b, loc, addr, arith::ConstantOp::create(b, loc, b.getIntegerAttr(i32, 4))),
+      arith::ConstantOp::create(b, loc, b.getIntegerAttr(i32, 0x3FFF)));
+  return arith::OrIOp::create(b, loc, arith::ExtUIOp::create(b, loc, i64, field),
+                              arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(high)));
+}
+
 /// Emits the software pipeline for one matched loop: construct it for a stage
 /// count and path, ask applies(), then emit().
 class DotLoopEmitter {

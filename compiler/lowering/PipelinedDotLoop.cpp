@@ -419,11 +419,7 @@ bool DotLoopEmitter::emitPrologue() {
   return true;
 }
 
-Value DotLoopEmitter::desc(Value addr, int64_t high) {
-  Value field =
-      arith::AndIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, addr, c32(4)), c32(0x3FFF));
-  return arith::OrIOp::create(b_, loc, arith::ExtUIOp::create(b_, loc, i64, field), c64(high));
-}
+Value DotLoopEmitter::desc(Value addr, int64_t high) { return smemDescriptor(b_, loc, addr, high); }
 
 std::string DotLoopEmitter::wgmmaText() const {
   std::string shape = "m64n" + std::to_string(BN) + "k" + std::to_string(kPerInst);

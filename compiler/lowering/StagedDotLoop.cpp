@@ -17,8 +17,15 @@
 // induction variable bound to that iteration (as the pipelined dot loop does).
 // A dot's A operand is either invariant in the loop (staged once, before it,
 // K-major) or a tile in the wgmma accumulator layout (the registers of the
-// previous product, wgmma's register-A form). Everything else in the body is
-// lowered generically, with the dot results bound to the wgmma accumulators.
+// previous product, wgmma's register-A form; a tile in another layout is
+// converted to it first). Everything else in the body is lowered generically,
+// with the dot results bound to the wgmma accumulators.
+//
+// FlashAttention's backward loops take the same path: one loaded tile may feed
+// several dots (dO as B and, through trans, as B^T); a tile loaded contiguous
+// along its first axis (Q^T, K^T) is stored transposed, so that each dot reads
+// it K-major or N-major as it needs; and pointer tiles advanced by a uniform
+// step are bound per iteration rather than carried.
 #include "KernelLowering.h"
 #include "StageCopier.h"
 #include "DotLoopEmitter.h" // descHigh
@@ -262,7 +269,7 @@ public:
                        LoweredValues &vals, const CompileOptions &opts, scf::ForOp op,
                        StagedLoop &m, int64_t stages)
       : kl_(kl), b_(b), smem_(smem), vals_(vals), opts_(opts), op_(op), m_(m), loc(op.getLoc()),
-        i32(b.getI32Type()), i64(b.getI64Type()), S(stages), warpgroups(opts.numWarps / 4) {
+        i32(b.getI32Type()), S(stages) {
     for (StagedLoad &l : m_.loads) {
       Ring r;
       auto lt = cast<RankedTensorType>(l.load.getType());
@@ -306,7 +313,6 @@ private:
   };
   static int64_t roundUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
   Value c32(int64_t v) { return kl_.i32c(v, loc); }
-  Value c64(int64_t v) { return arith::ConstantOp::create(b_, loc, b_.getI64IntegerAttr(v)); }
   LLVM::InlineAsmOp asmCall(TypeRange results, ValueRange operands, StringRef text,
                             StringRef constraints) {
     return kl_.sideEffectAsm(results, operands, text, constraints, loc);
@@ -330,8 +336,8 @@ private:
   scf::ForOp op_;
   StagedLoop &m_;
   const Location loc;
-  const Type i32, i64;
-  const int64_t S, warpgroups;
+  const Type i32;
+  const int64_t S; // stages of every ring
   SmallVector<Ring> rings;
   SmallVector<Staged> aStaged;
   Value base;          // i32 shared address of the buffers
@@ -420,8 +426,7 @@ bool StagedDotLoopEmitter::issueIteration(Value j) {
 }
 
 Value StagedDotLoopEmitter::desc(Value addr, int64_t high) {
-  Value field = arith::AndIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, addr, c32(4)), c32(0x3FFF));
-  return arith::OrIOp::create(b_, loc, arith::ExtUIOp::create(b_, loc, i64, field), c64(high));
+  return smemDescriptor(b_, loc, addr, high);
 }
 
 bool StagedDotLoopEmitter::emitDot(size_t i, Value iter) {
