@@ -27,14 +27,37 @@ bool isZeroSplat(Value v) {
 
 } // namespace
 
-std::optional<DotLoop> matchDotLoop(scf::ForOp op) {
+// "file:line:col" of `loc`, or empty.
+static std::string where(Location loc) {
+  if (auto fl = dyn_cast<FileLineColLoc>(loc))
+    return fl.getFilename().str() + ":" + std::to_string(fl.getLine()) + ":" +
+           std::to_string(fl.getColumn());
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location l : fused.getLocations())
+      if (std::string w = where(l); !w.empty())
+        return w;
+  if (auto named = dyn_cast<NameLoc>(loc))
+    return where(named.getChildLoc());
+  if (auto cs = dyn_cast<CallSiteLoc>(loc))
+    return where(cs.getCallee());
+  return "";
+}
+
+std::optional<DotLoop> matchDotLoop(scf::ForOp op, std::string *why) {
+  auto no = [&](const std::string &what, Operation *at) -> std::optional<DotLoop> {
+    if (why) {
+      std::string w = at ? where(at->getLoc()) : "";
+      *why = what + (w.empty() ? "" : " (" + w + ")");
+    }
+    return std::nullopt;
+  };
   Block &body = *op.getBody();
   DotLoop m;
   int loads = 0;
   for (Operation &o : body.without_terminator()) {
     if (auto d = dyn_cast<tile::DotOp>(&o)) {
       if (m.dot)
-        return std::nullopt;
+        return no("the body computes more than one dot", &o);
       m.dot = d;
       continue;
     }
@@ -43,11 +66,15 @@ std::optional<DotLoop> matchDotLoop(scf::ForOp op) {
       continue;
     }
     // Everything else is recomputed for future iterations: it must be pure.
-    if (o.getNumRegions() || !isMemoryEffectFree(&o))
-      return std::nullopt;
+    if (o.getNumRegions())
+      return no("the body has control flow or a reduction ('" + o.getName().getStringRef().str() + "')", &o);
+    if (!isMemoryEffectFree(&o))
+      return no("the body writes memory ('" + o.getName().getStringRef().str() + "')", &o);
   }
-  if (!m.dot || loads != 2)
-    return std::nullopt;
+  if (!m.dot)
+    return no("the body computes no dot", nullptr);
+  if (loads != 2)
+    return no("the body loads " + std::to_string(loads) + " tiles, not the dot's two operands", m.dot);
   // Each operand: the tile before its conversion to the dot-operand layout
   // (when layouts are assigned); null when it is converted otherwise.
   auto beforeConversion = [&](Value v, tgpu::ConvertLayoutOp &cvt) -> Value {
@@ -62,34 +89,41 @@ std::optional<DotLoop> matchDotLoop(scf::ForOp op) {
   Value aSrc = beforeConversion(m.dot.getA(), m.toOperandA);
   Value bSrc = beforeConversion(m.dot.getB(), m.toOperandB);
   if (!aSrc || !bSrc)
-    return std::nullopt;
+    return no("an operand of the dot is not a tile loaded in the loop", m.dot);
   m.loadA = aSrc.getDefiningOp<tile::LoadOp>();
   // B may be a transposed load (A @ B^T).
   if (auto tr = bSrc.getDefiningOp<tile::TransOp>()) {
     if (tr->getBlock() != &body || !tr->hasOneUse() || tr.getOrder() != ArrayRef<int32_t>{1, 0})
-      return std::nullopt;
+      return no("B is a transpose used by more than the dot", tr);
     m.transB = tr;
     bSrc = tr.getSrc();
   }
   m.loadB = bSrc.getDefiningOp<tile::LoadOp>();
-  for (tile::LoadOp ld : {m.loadA, m.loadB})
-    if (!ld || ld->getBlock() != &body || !ld->hasOneUse() || ld.getIsVolatile() ||
-        !isZeroSplat(ld.getOther()))
-      return std::nullopt;
+  for (auto [ld, name] : {std::pair(m.loadA, "A"), std::pair(m.loadB, "B")}) {
+    if (!ld || ld->getBlock() != &body)
+      return no(std::string("operand ") + name + " of the dot is not loaded in the loop", m.dot);
+    if (!ld->hasOneUse())
+      return no(std::string("the load of operand ") + name + " has other users than the dot", ld);
+    if (ld.getIsVolatile() || !isZeroSplat(ld.getOther()))
+      return no(std::string("the load of operand ") + name + " is volatile or fills with a nonzero `other`", ld);
+  }
   auto accArg = dyn_cast<BlockArgument>(m.dot.getAcc());
   auto yield = cast<scf::YieldOp>(body.getTerminator());
   if (!accArg || accArg.getOwner() != &body || accArg.getArgNumber() == 0 || !accArg.hasOneUse() ||
       !m.dot->hasOneUse())
-    return std::nullopt;
+    return no("the accumulator is not a loop-carried value that only the dot reads and "
+              "updates", m.dot);
   m.accIndex = accArg.getArgNumber() - 1;
   if (yield.getOperand(m.accIndex) != m.dot.getResult())
-    return std::nullopt;
+    return no("the accumulator is not a loop-carried value that only the dot reads and updates", m.dot);
   for (auto [i, arg] : llvm::enumerate(op.getRegionIterArgs())) {
     if (i == m.accIndex)
       continue;
     auto ap = yield.getOperand(i).getDefiningOp<tile::AddPtrOp>();
+    Operation *def = yield.getOperand(i).getDefiningOp();
     if (!ap || ap.getPtr() != arg || !isa<RankedTensorType>(arg.getType()))
-      return std::nullopt;
+      return no("the loop carries a value other than the accumulator and pointer tiles "
+                "advanced by a step", def ? def : op.getOperation());
     // The step: a splat of a loop-invariant scalar, or a splat constant.
     Value off = ap.getOffset();
     auto sp = off.getDefiningOp<tile::SplatOp>();
@@ -97,7 +131,7 @@ std::optional<DotLoop> matchDotLoop(scf::ForOp op) {
     bool uniform = sp ? op.isDefinedOutsideOfLoop(sp.getSrc())
                       : matchPattern(off, m_Constant(&dense)) && dense.isSplat();
     if (!uniform)
-      return std::nullopt;
+      return no("a pointer tile advances by a step that is not the same for every element", ap);
     m.advancing.push_back({unsigned(i), off});
   }
   return m;

@@ -36,8 +36,9 @@ struct DotLoop {
   SmallVector<std::pair<unsigned, Value>> advancing;
 };
 
-/// The pipelineable form of `op`, or nothing (PipelinedDotLoop.cpp).
-std::optional<DotLoop> matchDotLoop(scf::ForOp op);
+/// The pipelineable form of `op`, or nothing (PipelinedDotLoop.cpp); then,
+/// with `why`, what in the body breaks the form, and where ("file:line:col").
+std::optional<DotLoop> matchDotLoop(scf::ForOp op, std::string *why = nullptr);
 
 /// The wgmma flavour of a dot. 16-bit operands read B N-major (wgmma
 /// transposes it); tf32 and s8 wgmma read both operands K-major only, so B

@@ -644,10 +644,11 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
     return notPipelined("target " + target_.name() + " has no cp.async (sm_80 or later)");
   if (opts_.numStages < 3)
     return notPipelined("num_stages is " + std::to_string(opts_.numStages) + "; the pipeline needs 3 or more");
-  std::optional<DotLoop> m = matchDotLoop(op);
+  std::string form;
+  std::optional<DotLoop> m = matchDotLoop(op, &form);
   if (!m)
-    return notPipelined("the body is not two loads feeding one dot, pure index arithmetic and "
-                        "pointer tiles advanced by uniform steps (docs/performance.md)");
+    return notPipelined(form + "; the pipelined form is two loads feeding one dot, pure index "
+                        "arithmetic and pointer tiles advanced by uniform steps (docs/performance.md)");
   std::optional<WgmmaKind> kind = wgmmaKindOf(m->dot);
   if (!kind)
     return notPipelined("no tensor-core form for these operand and accumulator types");
