@@ -10,8 +10,6 @@
 #ifndef TESSERA_LOWERING_SHAREDMEMORYALLOCATOR_H
 #define TESSERA_LOWERING_SHAREDMEMORYALLOCATOR_H
 
-#include "analysis/Layout.h"
-
 #include <algorithm>
 #include <cstdint>
 #include <utility>

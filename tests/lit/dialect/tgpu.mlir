@@ -61,3 +61,16 @@ func.func @fold_tile_splat(%s: f32) -> tensor<128x128xf32, #mma> {
   %0 = tgpu.convert_layout %t : tensor<128x128xf32> -> tensor<128x128xf32, #mma>
   return %0 : tensor<128x128xf32, #mma>
 }
+
+// Row and column vectors of a wgmma layout (tgpu.slice, #rows and #cols), and a
+// load whose result is in one: its pointers are read at the layout's coordinates.
+// ROUND-LABEL: func.func @slices
+// ROUND: tile.load %{{.*}} : tensor<64x!tile.ptr<f32>> -> tensor<64xf32, #cols>
+// ROUND: tile.expand_dims %{{.*}} {axis = 0 : i32} : tensor<64xf32, #cols> -> tensor<1x64xf32, #mma>
+// ROUND: tgpu.convert_layout %{{.*}} : tensor<128xf32> -> tensor<128xf32, #rows>
+func.func @slices(%p: tensor<64x!tile.ptr<f32>>, %r: tensor<128xf32>) {
+  %0 = tile.load %p : tensor<64x!tile.ptr<f32>> -> tensor<64xf32, #tgpu.slice<dim = 0, parent = #mma>>
+  %1 = tile.expand_dims %0 {axis = 0 : i32} : tensor<64xf32, #tgpu.slice<dim = 0, parent = #mma>> -> tensor<1x64xf32, #mma>
+  %2 = tgpu.convert_layout %r : tensor<128xf32> -> tensor<128xf32, #tgpu.slice<dim = 1, parent = #mma>>
+  return
+}

@@ -1,0 +1,39 @@
+// SharedMemoryAllocator (compiler/lowering): temporaries given back merge with
+// their free neighbours, so that one large buffer split by later small ones
+// serves the next large one again (a finished staged dot loop's rings, then
+// the next loop's); fitsTemp counts free blocks as well as the end.
+#include "lowering/SharedMemoryAllocator.h"
+
+#include <catch2/catch.hpp>
+
+using tessera::lowering::detail::SharedMemoryAllocator;
+
+TEST_CASE("shared memory allocator: released temporaries merge", "[lowering][smem]") {
+  SharedMemoryAllocator a(100000);
+  int64_t big = a.allocateTemp(64000, 1024);
+  CHECK(big == 0);
+  a.releaseTemp(big, 64000);
+  // Two small ones split the free block, and are given back in either order.
+  int64_t s1 = a.allocateTemp(16000, 16), s2 = a.allocateTemp(16000, 16);
+  CHECK(s1 == 0);
+  CHECK(s2 == 16000);
+  a.releaseTemp(s2, 16000);
+  a.releaseTemp(s1, 16000);
+  // The whole block again: no new bytes at the end.
+  CHECK(a.fitsTemp(64000, 1024));
+  int64_t big2 = a.allocateTemp(64000, 1024);
+  CHECK(big2 == 0);
+  CHECK(a.used() == 64000);
+  a.releaseTemp(big2, 64000);
+}
+
+TEST_CASE("shared memory allocator: fitsTemp counts free blocks and the end", "[lowering][smem]") {
+  SharedMemoryAllocator a(100000);
+  int64_t t = a.allocateTemp(60000, 1024);
+  a.allocate(30000); // permanent, after the temporary
+  CHECK(!a.fitsTemp(60000, 1024)); // neither the end nor a free block
+  a.releaseTemp(t, 60000);
+  CHECK(a.fitsTemp(60000, 1024)); // the freed block
+  CHECK(!a.fitsTemp(70000, 1024)); // 100000 - 90000 at the end, 60000 free
+  CHECK(a.fitsTemp(9000, 16));
+}
