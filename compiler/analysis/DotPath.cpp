@@ -7,7 +7,6 @@
 
 namespace tessera::analysis {
 
-namespace {
 bool isZeroSplat(Value v) {
   if (!v)
     return true;
@@ -25,7 +24,13 @@ bool isZeroSplat(Value v) {
   return false;
 }
 
-} // namespace
+
+bool isUniformStep(scf::ForOp op, Value step) {
+  if (auto sp = step.getDefiningOp<tile::SplatOp>())
+    return op.isDefinedOutsideOfLoop(sp.getSrc());
+  DenseElementsAttr dense;
+  return matchPattern(step, m_Constant(&dense)) && dense.isSplat();
+}
 
 // "file:line:col" of `loc`, or empty.
 static std::string where(Location loc) {
@@ -124,13 +129,8 @@ std::optional<DotLoop> matchDotLoop(scf::ForOp op, std::string *why) {
     if (!ap || ap.getPtr() != arg || !isa<RankedTensorType>(arg.getType()))
       return no("the loop carries a value other than the accumulator and pointer tiles "
                 "advanced by a step", def ? def : op.getOperation());
-    // The step: a splat of a loop-invariant scalar, or a splat constant.
     Value off = ap.getOffset();
-    auto sp = off.getDefiningOp<tile::SplatOp>();
-    DenseElementsAttr dense;
-    bool uniform = sp ? op.isDefinedOutsideOfLoop(sp.getSrc())
-                      : matchPattern(off, m_Constant(&dense)) && dense.isSplat();
-    if (!uniform)
+    if (!isUniformStep(op, off))
       return no("a pointer tile advances by a step that is not the same for every element", ap);
     m.advancing.push_back({unsigned(i), off});
   }

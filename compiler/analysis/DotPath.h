@@ -36,6 +36,15 @@ struct DotLoop {
   SmallVector<std::pair<unsigned, Value>> advancing;
 };
 
+/// Whether `v` is absent or a splat of +0 (a load's `other` that cp.async's
+/// zero fill reproduces; an accumulator that starts at zero).
+bool isZeroSplat(Value v);
+
+/// Whether `step`, the offset a loop adds to a carried pointer tile each
+/// iteration, is the same for every element and iteration: a splat of a
+/// loop-invariant scalar, or a splat constant.
+bool isUniformStep(scf::ForOp op, Value step);
+
 /// The pipelineable form of `op`, or nothing (PipelinedDotLoop.cpp); then,
 /// with `why`, what in the body breaks the form, and where ("file:line:col").
 std::optional<DotLoop> matchDotLoop(scf::ForOp op, std::string *why = nullptr);

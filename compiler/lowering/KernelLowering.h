@@ -360,6 +360,22 @@ public:
     b_.setInsertionPointToEnd(body);
   }
 
+  /// A source loop's bounds as lowered scalars and its trip count (i32, at
+  /// least 0): a pipelined or staged loop runs iterations j in [0, n), whose
+  /// induction value is lo + j * step (inductionAt).
+  struct LoopTrips {
+    Value lo, step, n;
+    Type ivTy; // the source loop's induction variable type
+  };
+  LoopTrips loopTrips(scf::ForOp op, Location loc);
+  Value inductionAt(const LoopTrips &t, Value j /*i32*/, Location loc);
+  /// The register layout each iter arg of `op` is carried in (nothing for
+  /// scalars): its type's, so a dot's accumulator stays in its mma layout.
+  SmallVector<std::optional<Layout>> carriedLayouts(scf::ForOp op);
+  /// Two 16-bit values (f16/bf16) packed into an i32, `lo` in the low half:
+  /// a register of an mma.sync or wgmma A fragment.
+  Value packHalves(Value lo, Value hi, Location loc);
+
   /// A pointer tile that a loop carries and advances by a uniform step (a
   /// pipelined or staged loop binds it per iteration instead of carrying it).
   struct AdvancingTile {

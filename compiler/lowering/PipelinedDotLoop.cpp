@@ -184,18 +184,11 @@ Value DotLoopEmitter::toI32(Value v) {
 }
 
 void DotLoopEmitter::emitTripCount() {
-  lo = kl_.scalarOf(op_.getLowerBound());
-  Value hi = kl_.scalarOf(op_.getUpperBound());
-  step = kl_.scalarOf(op_.getStep());
-  ivTy = lo.getType();
-  Value span = arith::SubIOp::create(b_, loc, hi, lo);
-  Value stepM1 = arith::SubIOp::create(
-      b_, loc, step, arith::ConstantOp::create(b_, loc, b_.getIntegerAttr(ivTy, 1)));
-  Value trips =
-      arith::DivSIOp::create(b_, loc, arith::AddIOp::create(b_, loc, span, stepM1), step);
-  trips = arith::MaxSIOp::create(b_, loc, trips,
-                                 arith::ConstantOp::create(b_, loc, b_.getIntegerAttr(ivTy, 0)));
-  n = toI32(trips);
+  KernelLowering::LoopTrips t = kl_.loopTrips(op_, loc);
+  lo = t.lo;
+  step = t.step;
+  ivTy = t.ivTy;
+  n = t.n;
 }
 
 bool DotLoopEmitter::emitAdvances() {
@@ -294,11 +287,7 @@ void DotLoopEmitter::storeTransposed(ValueRange regs, Value dst) {
 
 bool DotLoopEmitter::bindIteration(Value j) {
   vals_.pushScope();
-  Value jIv = j;
-  if (ivTy != i32)
-    jIv = arith::ExtSIOp::create(b_, loc, ivTy, j);
-  kl_.bindScalar(op_.getInductionVar(),
-                 arith::AddIOp::create(b_, loc, lo, arith::MulIOp::create(b_, loc, jIv, step)));
+  kl_.bindScalar(op_.getInductionVar(), kl_.inductionAt({lo, step, n, ivTy}, j, loc));
   bindOffsets(j);
   for (Operation &o : op_.getBody()->without_terminator()) {
     if (&o == m_.loadA.getOperation() || &o == m_.loadB.getOperation() ||

@@ -78,20 +78,6 @@ Value stripConverts(Value v) {
   return v;
 }
 
-bool isZeroConstant(Value v) {
-  if (!v)
-    return true;
-  DenseElementsAttr dense;
-  if (!matchPattern(v, m_Constant(&dense)) || !dense.isSplat())
-    return false;
-  Attribute a = dense.getSplatValue<Attribute>();
-  if (auto f = dyn_cast<FloatAttr>(a))
-    return f.getValue().isZero();
-  if (auto i = dyn_cast<IntegerAttr>(a))
-    return i.getValue().isZero();
-  return false;
-}
-
 /// The wgmma accumulator layout of an M x N product, when `t` is in it.
 bool inWgmmaAccLayout(RankedTensorType t, int64_t numWarps) {
   auto enc = tgpu::mmaEncodingOf(t);
@@ -117,9 +103,7 @@ std::optional<StagedLoop> matchStagedLoop(scf::ForOp op, const CompileOptions &o
         !isa<RankedTensorType>(arg.getType()))
       continue;
     Value off = ap.getOffset();
-    auto sp = off.getDefiningOp<tile::SplatOp>();
-    DenseElementsAttr dense;
-    if (sp ? !op.isDefinedOutsideOfLoop(sp.getSrc()) : !(matchPattern(off, m_Constant(&dense)) && dense.isSplat()))
+    if (!isUniformStep(op, off))
       continue;
     m.advancing.push_back({unsigned(i), off});
     advancing.insert(unsigned(i));
@@ -131,7 +115,7 @@ std::optional<StagedLoop> matchStagedLoop(scf::ForOp op, const CompileOptions &o
         return unsigned(i);
     auto lt = cast<RankedTensorType>(ld.getType());
     int64_t eb = lt.getElementType().getIntOrFloatBitWidth() / 8, vec = 16 / eb;
-    if (!isZeroConstant(ld.getOther()) || ld.getIsVolatile() || lt.getRank() != 2 ||
+    if (!isZeroSplat(ld.getOther()) || ld.getIsVolatile() || lt.getRank() != 2 ||
         lt.getNumElements() % (32 * opts.numWarps * vec))
       return std::nullopt;
     StagedLoad l;
@@ -341,8 +325,7 @@ private:
   SmallVector<Ring> rings;
   SmallVector<Staged> aStaged;
   Value base;          // i32 shared address of the buffers
-  Value lo, step, n;   // the source loop's bounds (n: trip count, i32)
-  Type ivTy;
+  KernelLowering::LoopTrips trips; // the source loop's bounds and trip count
   SmallVector<KernelLowering::AdvancingTile> advances;
   bool isAdvancing(unsigned k) const {
     return llvm::any_of(advances, [&](const auto &a) { return a.index == k; });
@@ -403,13 +386,12 @@ void StagedDotLoopEmitter::stageInvariant(size_t i) {
 }
 
 bool StagedDotLoopEmitter::issueIteration(Value j) {
-  Value cond = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::slt, j, n);
+  Value cond = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::slt, j, trips.n);
   scf::IfOp ifOp = kl_.makeIf(cond, false, loc);
   OpBuilder::InsertionGuard g(b_);
   b_.setInsertionPointToStart(ifOp.thenBlock());
   vals_.pushScope();
-  Value jIv = ivTy == i32 ? j : Value(arith::ExtSIOp::create(b_, loc, ivTy, j));
-  kl_.bindScalar(op_.getInductionVar(), add(lo, arith::MulIOp::create(b_, loc, jIv, step)));
+  kl_.bindScalar(op_.getInductionVar(), kl_.inductionAt(trips, j, loc));
   bindAdvances(op_.getRegionIterArgs(), j);
   bool ok = true;
   for (Operation *o : m_.addressOps)
@@ -435,7 +417,7 @@ bool StagedDotLoopEmitter::emitDot(size_t i, Value iter) {
   Type ea = d.dot.getA().getType().getElementType();
   Layout accLay = wgmmaAccLayout(d.M, d.N, opts_.numWarps);
   const int64_t T = accLay.tm, RB = d.N / 2, R = T * RB;
-  bool zeroAcc = isZeroConstant(d.dot.getAcc());
+  bool zeroAcc = isZeroSplat(d.dot.getAcc());
   SmallVector<Value> accs = kl_.materializeIn(d.dot.getAcc(), accLay, loc);
   // A from registers: the product's 16-bit registers, packed in pairs; the
   // k16 step kk of row block t is wgmma's four A registers (mma.sync's A
@@ -444,12 +426,8 @@ bool StagedDotLoopEmitter::emitDot(size_t i, Value iter) {
   if (d.regsA) {
     SmallVector<Value> regs =
         kl_.materializeIn(d.regsA, wgmmaAccLayout(d.M, d.K, opts_.numWarps), loc);
-    auto half = [&](Value x) -> Value {
-      return arith::ExtUIOp::create(b_, loc, i32, arith::BitcastOp::create(b_, loc, b_.getI16Type(), x));
-    };
     for (size_t k = 0; k + 1 < regs.size(); k += 2)
-      aPacked.push_back(arith::OrIOp::create(
-          b_, loc, half(regs[k]), arith::ShLIOp::create(b_, loc, half(regs[k + 1]), c32(16))));
+      aPacked.push_back(kl_.packHalves(regs[k], regs[k + 1], loc));
   }
   const int64_t WB = r.width, WA = aStaged[i].width;
   // K-major operands: column blocks of W bytes per row, the leading offset
@@ -542,17 +520,7 @@ bool StagedDotLoopEmitter::emit() {
       at += a.bytes;
     }
   base = LLVM::PtrToIntOp::create(b_, loc, i32, kl_.smemBase(off, loc));
-  // The trip count.
-  lo = kl_.scalarOf(op_.getLowerBound());
-  Value hi = kl_.scalarOf(op_.getUpperBound());
-  step = kl_.scalarOf(op_.getStep());
-  ivTy = lo.getType();
-  Value one = arith::ConstantOp::create(b_, loc, b_.getIntegerAttr(ivTy, 1));
-  Value zero = arith::ConstantOp::create(b_, loc, b_.getIntegerAttr(ivTy, 0));
-  Value trips = arith::DivSIOp::create(
-      b_, loc, add(arith::SubIOp::create(b_, loc, hi, lo), arith::SubIOp::create(b_, loc, step, one)), step);
-  trips = arith::MaxSIOp::create(b_, loc, trips, zero);
-  n = ivTy == i32 ? trips : Value(arith::TruncIOp::create(b_, loc, i32, trips));
+  trips = kl_.loopTrips(op_, loc);
 
   for (size_t i = 0; i < m_.dots.size(); ++i)
     if (m_.dots[i].invariantA)
@@ -566,19 +534,13 @@ bool StagedDotLoopEmitter::emit() {
   }
 
   // The loop, carrying the source loop's values in their layouts.
-  SmallVector<std::optional<Layout>> layouts;
-  for (Value a : op_.getRegionIterArgs()) {
-    std::optional<Layout> l;
-    if (auto t = dyn_cast<RankedTensorType>(a.getType()))
-      l = kl_.layoutOf(t);
-    layouts.push_back(l);
-  }
+  SmallVector<std::optional<Layout>> layouts = kl_.carriedLayouts(op_);
   auto layoutPtr = [&](size_t k) -> const Layout * { return layouts[k] ? &*layouts[k] : nullptr; };
   SmallVector<Value> inits;
   for (auto [k, v] : llvm::enumerate(op_.getInitArgs()))
     if (!isAdvancing(k)) // bound per iteration, not carried
       kl_.flatten(v, inits, loc, layoutPtr(k));
-  auto loop = scf::ForOp::create(b_, loc, c32(0), n, c32(1), inits);
+  auto loop = scf::ForOp::create(b_, loc, c32(0), trips.n, c32(1), inits);
   {
     OpBuilder::InsertionGuard g(b_);
     kl_.enterLoopBody(loop);
@@ -592,9 +554,8 @@ bool StagedDotLoopEmitter::emit() {
     if (!issueIteration(add(it, c32(S - 1))))
       return false;
     asmCall({}, {}, "cp.async.commit_group;", "~{memory}");
-    Value itIv = ivTy == i32 ? it : Value(arith::ExtSIOp::create(b_, loc, ivTy, it));
     kl_.pushScope();
-    kl_.bindScalar(op_.getInductionVar(), add(lo, arith::MulIOp::create(b_, loc, itIv, step)));
+    kl_.bindScalar(op_.getInductionVar(), kl_.inductionAt(trips, it, loc));
     size_t pos = 0;
     ValueRange args = loop.getRegionIterArgs();
     for (auto [k, a] : llvm::enumerate(op_.getRegionIterArgs()))
@@ -630,7 +591,7 @@ bool StagedDotLoopEmitter::emit() {
   for (auto [k, r] : llvm::enumerate(op_.getResults()))
     if (!isAdvancing(k))
       kl_.bindFlat(r, results, pos, layoutPtr(k));
-  bindAdvances(op_.getResults(), n);
+  bindAdvances(op_.getResults(), trips.n);
   return true;
 }
 

@@ -1294,21 +1294,13 @@ bool KernelLowering::lowerDotMma(tile::DotOp op, const Layout &lay, Value aS, Va
     Value h32 = arith::ShLIOp::create(b_, loc, arith::ExtUIOp::create(b_, loc, i32, hi), i32c(16, loc));
     return arith::OrIOp::create(b_, loc, l32, h32);
   };
-  // Two 16-bit registers of A, packed low then high.
-  auto pack = [&](Value lo, Value hi) -> Value {
-    auto half = [&](Value x) -> Value {
-      return arith::ExtUIOp::create(b_, loc, i32, arith::BitcastOp::create(b_, loc, i16, x));
-    };
-    return arith::OrIOp::create(b_, loc, half(lo),
-                                arith::ShLIOp::create(b_, loc, half(hi), i32c(16, loc)));
-  };
   // One k step of 16: fragments, then tm x tn mma.sync on `accs`. `kStep`
   // (static) picks A's registers when A is in registers; `k0` is the step's
   // first column of A.
   // A's registers packed in pairs up front: its 16-bit values die at once.
   SmallVector<Value> aPacked;
   for (size_t r = 0; r + 1 < aRegs.size(); r += 2)
-    aPacked.push_back(pack(aRegs[r], aRegs[r + 1]));
+    aPacked.push_back(packHalves(aRegs[r], aRegs[r + 1], loc));
   auto step = [&](Value k0, int64_t kStep, SmallVector<Value> &next) {
     Value kc = arith::AddIOp::create(b_, loc, k0, t2);
     SmallVector<SmallVector<Value, 4>> aFrag(lay.tm), bFrag(lay.tn);
@@ -1693,6 +1685,49 @@ void KernelLowering::bindFlat(Value v, ValueRange flat, size_t &pos, const Layou
   vals_[v] = l;
 }
 
+KernelLowering::LoopTrips KernelLowering::loopTrips(scf::ForOp op, Location loc) {
+  LoopTrips t;
+  t.lo = scalarOf(op.getLowerBound());
+  Value hi = scalarOf(op.getUpperBound());
+  t.step = scalarOf(op.getStep());
+  t.ivTy = t.lo.getType();
+  Value span = arith::SubIOp::create(b_, loc, hi, t.lo);
+  Value stepM1 = arith::SubIOp::create(
+      b_, loc, t.step, arith::ConstantOp::create(b_, loc, b_.getIntegerAttr(t.ivTy, 1)));
+  Value trips =
+      arith::DivSIOp::create(b_, loc, arith::AddIOp::create(b_, loc, span, stepM1), t.step);
+  trips = arith::MaxSIOp::create(b_, loc, trips,
+                                 arith::ConstantOp::create(b_, loc, b_.getIntegerAttr(t.ivTy, 0)));
+  Type i32 = b_.getI32Type();
+  t.n = t.ivTy == i32 ? trips : Value(arith::TruncIOp::create(b_, loc, i32, trips));
+  return t;
+}
+
+Value KernelLowering::inductionAt(const LoopTrips &t, Value j, Location loc) {
+  Value jIv = t.ivTy == j.getType() ? j : Value(arith::ExtSIOp::create(b_, loc, t.ivTy, j));
+  return arith::AddIOp::create(b_, loc, t.lo, arith::MulIOp::create(b_, loc, jIv, t.step));
+}
+
+SmallVector<std::optional<Layout>> KernelLowering::carriedLayouts(scf::ForOp op) {
+  SmallVector<std::optional<Layout>> layouts;
+  for (Value a : op.getRegionIterArgs()) {
+    std::optional<Layout> l;
+    if (auto t = dyn_cast<RankedTensorType>(a.getType()))
+      l = layoutOf(t);
+    layouts.push_back(l);
+  }
+  return layouts;
+}
+
+Value KernelLowering::packHalves(Value lo, Value hi, Location loc) {
+  Type i16 = b_.getI16Type(), i32 = b_.getI32Type();
+  auto half = [&](Value x) -> Value {
+    return arith::ExtUIOp::create(b_, loc, i32, arith::BitcastOp::create(b_, loc, i16, x));
+  };
+  return arith::OrIOp::create(b_, loc, half(lo),
+                              arith::ShLIOp::create(b_, loc, half(hi), i32c(16, loc)));
+}
+
 std::optional<KernelLowering::AdvancingTile>
 KernelLowering::advancingTile(scf::ForOp op, unsigned index, Value stepTile, Location loc) {
   Type i64 = b_.getI64Type();
@@ -1741,13 +1776,7 @@ bool KernelLowering::lowerFor(scf::ForOp op) {
   Location loc = op.getLoc();
   // A carried tile stays in its type's layout across iterations (layout
   // assignment keeps a dot's accumulator in its mma layout).
-  SmallVector<std::optional<Layout>> layouts;
-  for (Value a : op.getRegionIterArgs()) {
-    std::optional<Layout> l;
-    if (auto t = dyn_cast<RankedTensorType>(a.getType()))
-      l = layoutOf(t);
-    layouts.push_back(l);
-  }
+  SmallVector<std::optional<Layout>> layouts = carriedLayouts(op);
   auto layoutPtr = [&](size_t i) -> const Layout * { return layouts[i] ? &*layouts[i] : nullptr; };
   SmallVector<Value> inits;
   for (auto [i, v] : llvm::enumerate(op.getInitArgs()))
