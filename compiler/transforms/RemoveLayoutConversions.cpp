@@ -195,7 +195,8 @@ Value inLayout(PatternRewriter &rewriter, Location loc, Value v, RankedTensorTyp
 /// arithmetic and splats (evaluated at any coordinates), and loads and
 /// elementwise ops whose operands are (a load's pointers and mask are index
 /// arithmetic, read at the layout's coordinates). Other users keep the
-/// original (reading a vector twice costs little; a dead one is dropped).
+/// original (reading a vector twice costs little; a dead one is erased after
+/// the rewrites).
 Value rebuildIn(PatternRewriter &rewriter, Value v, RankedTensorType type, int depth) {
   Location loc = v.getLoc();
   if (depth > 6)
@@ -370,14 +371,20 @@ struct RemoveLayoutConversionsPass
         break;
     }
     // Conversions, expansions and splat constants left without users by the
-    // rewrites (a dead conversion would still be lowered through shared memory).
+    // rewrites (a dead conversion would still be lowered through shared memory),
+    // and the loads and elementwise ops that PullConversionIntoLoad rebuilt in
+    // a vector layout.
     for (bool erased = true; erased;) {
       erased = false;
       getOperation().walk([&](Operation *op) {
-        if (isa<ConvertLayoutOp, tile::ExpandDimsOp, tile::BroadcastOp, tile::SplatOp,
-                arith::ConstantOp>(op) &&
-            op->getNumResults() == 1 && isa<RankedTensorType>(op->getResult(0).getType()) &&
-            isOpTriviallyDead(op)) {
+        // A load has no declared memory effects; an unused one that is not
+        // volatile only reads.
+        auto ld = dyn_cast<tile::LoadOp>(op);
+        bool dead = ld ? !ld.getIsVolatile() && op->use_empty() : isOpTriviallyDead(op);
+        if ((ld || OpTrait::hasElementwiseMappableTraits(op) ||
+             isa<ConvertLayoutOp, tile::ExpandDimsOp, tile::BroadcastOp, tile::SplatOp,
+                 arith::ConstantOp>(op)) &&
+            op->getNumResults() == 1 && isa<RankedTensorType>(op->getResult(0).getType()) && dead) {
           op->erase();
           erased = true;
         }
