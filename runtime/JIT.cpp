@@ -108,9 +108,20 @@ Kernel compileImpl(Context &ctx, const std::string &path, const std::string *tex
   // The interpreter reads the tile IR text; keep its locations so that its
   // reports (out-of-bounds accesses) name .tile source lines.
   co.debugInfo = !gpu;
-  // The front end only (no lowering): it reports source errors now, gives the
-  // signature and the sources of the cache key, and is cheap.
-  CompileResult r = text ? compileSource(*text, path, kernel, co) : compileFile(path, kernel, co);
+  // On a GPU the front end only (no lowering): it reports source errors now,
+  // gives the signature and the sources of the cache key, and is cheap. In
+  // the interpreter with checkTargetResources, on to the lowering for the
+  // target (no PTX, so no libdevice): what the GPU would reject (shared memory
+  // beyond the block's limit) is reported before anything runs.
+  bool checkTarget = !gpu && options.checkTargetResources;
+  Stage stage = checkTarget ? Stage::GpuIR : Stage::Tile;
+  CompileResult r = text ? compileSource(*text, path, kernel, co, stage)
+                         : compileFile(path, kernel, co, stage);
+  if (!r.ok && checkTarget && !r.tileIR.empty()) // the front end passed; the lowering did not
+    throw Error("kernel '" + kernel + "' would not run on the GPU (" + co.resolvedTarget().name() +
+                "), so the interpreter does not run it either "
+                "(JitOptions::checkTargetResources, tessera run --no-target-check):\n" +
+                r.diagnostics);
   if (!r.ok)
     throwDiagnostics(r, kernel);
   if (r.kernels.size() != 1)
@@ -120,19 +131,6 @@ Kernel compileImpl(Context &ctx, const std::string &path, const std::string *tex
   config.numWarps = unsigned(options.numWarps);
 
   if (!gpu) { // the interpreter runs tile IR directly, and ignores facts
-    if (options.checkTargetResources) {
-      // What the GPU would reject, reported before anything runs: the lowering
-      // for the target (no PTX, so no libdevice) checks shared memory.
-      CompileOptions lo = co;
-      lo.debugInfo = false;
-      CompileResult g = text ? compileSource(*text, path, kernel, lo, Stage::GpuIR)
-                             : compileFile(path, kernel, lo, Stage::GpuIR);
-      if (!g.ok)
-        throw Error("kernel '" + kernel + "' would not run on the GPU (" +
-                    lo.resolvedTarget().name() + "), so the interpreter does not run it " +
-                    "either (JitOptions::checkTargetResources, tessera run --no-target-check):\n" +
-                    g.diagnostics);
-    }
     Module m = ctx.loadModule(ModuleImage{ModuleFormat::TileIR, r.tileIR});
     return Kernel(m.function(kernel), sig, config);
   }
