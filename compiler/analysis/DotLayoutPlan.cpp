@@ -78,19 +78,20 @@ tgpu::MmaEncodingAttr DotLayoutPlanner::choose(tile::DotOp dot) {
   std::optional<DotLoop> m = loop ? matchDotLoop(loop) : std::nullopt;
   std::optional<WgmmaKind> kind = wgmmaKindOf(dot);
   int64_t eb = at.getElementType().getIntOrFloatBitWidth() / 8;
+  if (m)
+    markColumnMajorB(impl_->axis, *m, eb);
   // The copies move 16-byte chunks of rows: both operands contiguous along them.
-  bool contiguous = m && rowsContiguous(impl_->axis, m->loadA, eb) &&
-                    rowsContiguous(impl_->axis, m->loadB, eb);
+  bool contiguous = m && operandsContiguous(impl_->axis, *m, eb);
   if (target.hasCpAsync() && opts.numStages >= 3 && m && m->dot == dot && kind &&
       contiguous) {
     bool wgmmaTarget = isWgmmaTarget(target, opts.numWarps);
     for (DotPath path : {DotPath::Swapped, DotPath::Wgmma, DotPath::MmaSync}) {
-      if (!dotPathAllowed(path, *kind, wgmmaTarget, bool(m->transB)))
+      if (!dotPathAllowed(path, *kind, wgmmaTarget, m->kMajorB()))
         continue;
       // The lowering tries down to 3 stages; the ring must fit at that depth.
       if (1024 + ringBytes(path == DotPath::Swapped, BM, BN, BK, eb, 3) > target.maxSharedBytesPerBlock())
         continue;
-      if (dotTileWhyNot(path, kind->half, BM, BN, BK, eb, opts.numWarps, bool(m->transB)).empty())
+      if (dotTileWhyNot(path, kind->half, BM, BN, BK, eb, opts.numWarps, m->kMajorB()).empty())
         return tgpu::MmaEncodingAttr::get(ctx, path == DotPath::MmaSync ? 2 : 3, opts.numWarps,
                                           path == DotPath::Swapped);
     }

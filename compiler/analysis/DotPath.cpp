@@ -137,6 +137,14 @@ std::optional<DotLoop> matchDotLoop(scf::ForOp op, std::string *why) {
   return m;
 }
 
+void markColumnMajorB(AxisInfoAnalysis &axis, DotLoop &m, int64_t eb) {
+  m.bColumnMajor = false;
+  if (m.transB || rowsContiguous(axis, m.loadB, eb))
+    return;
+  AxisInfo pb = axis.get(m.loadB.getPtr());
+  m.bColumnMajor = pb.rank() == 2 && pb.contiguity[0] >= 16 / eb;
+}
+
 std::string dotTileWhyNot(DotPath path, bool half, int64_t BM, int64_t BN, int64_t BK, int64_t eb,
                           int64_t numWarps, bool kMajorB) {
   std::string tile = std::to_string(BM) + "x" + std::to_string(BN) + "x" + std::to_string(BK);

@@ -31,6 +31,14 @@ struct DotLoop {
   // BN x BK, contiguous along K (A @ B^T, as in Q K^T). It is copied as it is
   // into a K-major stage, which wgmma reads for every operand type.
   tile::TransOp transB;
+  // B given column-major: a BK x BN tile contiguous along K and not along N
+  // (`x @ w` with w stored N x K, K-contiguous, as a linear layer keeps its
+  // weight). Copied, like a transposed B, into a K-major stage: the native
+  // form of 8-bit and tf32 wgmma, with no transpose anywhere. Set by
+  // markColumnMajorB, which needs the axis info.
+  bool bColumnMajor = false;
+  // B's stage holds rows of N, K contiguous.
+  bool kMajorB() const { return transB || bColumnMajor; }
   unsigned accIndex = 0; // iter-arg index of the accumulator
   // Iter-arg index -> the uniform offset tile a pointer tile advances by.
   SmallVector<std::pair<unsigned, Value>> advancing;
@@ -80,6 +88,16 @@ inline bool isWgmmaTarget(const Target &target, int numWarps) {
 /// copies of `eb`-byte elements.
 inline bool rowsContiguous(AxisInfoAnalysis &axis, tile::LoadOp ld, int64_t eb) {
   return axis.get(ld.getPtr()).contiguity.back() >= 16 / eb;
+}
+
+/// Sets m.bColumnMajor when B's tile is contiguous along K (16-byte chunks of
+/// `eb`-byte elements) and its rows along N are not.
+void markColumnMajorB(AxisInfoAnalysis &axis, DotLoop &m, int64_t eb);
+
+/// Whether both operands can be copied in 16-byte chunks: A's rows along K,
+/// and B's rows along N or (column-major) its columns along K.
+inline bool operandsContiguous(AxisInfoAnalysis &axis, const DotLoop &m, int64_t eb) {
+  return rowsContiguous(axis, m.loadA, eb) && (m.bColumnMajor || rowsContiguous(axis, m.loadB, eb));
 }
 
 /// Bytes of a ring of `stages` stages without B staging: one swizzled A and

@@ -228,7 +228,8 @@ bool onlyArgs(const LinearForm &f, Block &entry) {
 } // namespace
 
 std::optional<TensorMapOperand> analyzeTensorMapOperand(tile::LoadOp ld, scf::ForOp loop,
-                                                        Block &entry, std::string &whyNot) {
+                                                        Block &entry, std::string &whyNot,
+                                                        bool transposed) {
   auto no = [&](const std::string &why) -> std::optional<TensorMapOperand> {
     whyNot = why;
     return std::nullopt;
@@ -267,6 +268,9 @@ std::optional<TensorMapOperand> analyzeTensorMapOperand(tile::LoadOp ld, scf::Fo
   if (!p)
     return no("the pointer tile is not a pointer argument plus affine offsets");
   AffineTile &off = p->off;
+  // From here on, dimensions are the map's: rows, then contiguous columns.
+  if (transposed)
+    std::swap(off.dim[0], off.dim[1]);
   if (!off.dim[0] || !off.dim[1] || !(off.rest == LinearForm()))
     return no("the pointer tile is not base + row * stride + column");
   if (!(off.dim[1]->stride == LinearForm::constant(1)))
@@ -320,13 +324,14 @@ std::optional<TensorMapOperand> analyzeTensorMapOperand(tile::LoadOp ld, scf::Fo
     std::optional<AffineTile> y = affineOf(lt ? cmp.getRhs() : cmp.getLhs());
     if (!x || !y || !y->uniform() || (x->dim[0] && x->dim[1]) || x->uniform())
       return no("a mask term is not `index < bound` along one dimension");
-    int d = x->dim[0] ? 0 : 1;
-    if (!(x->dim[d]->stride == LinearForm::constant(1)))
+    int td = x->dim[0] ? 0 : 1;              // the tile's dimension
+    int d = transposed ? 1 - td : td;         // the map's
+    if (!(x->dim[td]->stride == LinearForm::constant(1)))
       return no("a mask term's index does not step by one");
     // index = rest + origin + i < bound  <=>  coordinate < bound - rest - origin + pointer origin.
     LinearForm e = substitute(y->rest);
     e.add(substitute(x->rest), -1);
-    e.add(substitute(x->dim[d]->origin), -1);
+    e.add(substitute(x->dim[td]->origin), -1);
     e.add(origin[d]);
     e.add(LinearForm::leaf(iv), stepOf[d]);
     if (e.coef(iv) != 0)

@@ -64,9 +64,11 @@ struct TensorMapOperand {
 /// The tensor map that loads `ld` in `loop` (whose iteration j has the
 /// induction variable lo + j * step and pointer tiles advanced j times), or
 /// nothing with the reason in `whyNot`. `kernel` is the tile-IR kernel whose
-/// arguments the extents may use.
+/// arguments the extents may use. `transposed`: the tile is contiguous along
+/// its first axis, and the map's rows are the tile's columns.
 std::optional<TensorMapOperand> analyzeTensorMapOperand(tile::LoadOp ld, scf::ForOp loop,
-                                                        Block &kernelEntry, std::string &whyNot);
+                                                        Block &kernelEntry, std::string &whyNot,
+                                                        bool transposed = false);
 
 } // namespace tessera::analysis
 

@@ -52,7 +52,7 @@ public:
         i32(b_.getI32Type()), i64(b_.getI64Type()), ptr3(LLVM::LLVMPointerType::get(ctx, 3)),
         ea(m.dot.getA().getType().getElementType()), copier_(kl, b, op.getLoc(), ea),
         accTy(m.dot.getAcc().getType().getElementType()), half(kind.half), tf32(kind.tf32),
-        int8(kind.int8), swap(swapAB), ws(warpSpecialized), kMajorB(bool(m.transB)), bViaRegs(!half && !swap && !kMajorB), bStageKMajor(bViaRegs || kMajorB), BM(m.dot.getA().getType().getDimSize(0)),
+        int8(kind.int8), swap(swapAB), ws(warpSpecialized), kMajorB(m.kMajorB()), bViaRegs(!half && !swap && !kMajorB), bStageKMajor(bViaRegs || kMajorB), BM(m.dot.getA().getType().getDimSize(0)),
         BK(m.dot.getA().getType().getDimSize(1)), BN(m.dot.getB().getType().getDimSize(1)),
         eb(ea.getIntOrFloatBitWidth() / 8), vecElems(16 / eb), kPerInst(32 / eb),
         warpgroups(opts.numWarps / 4), S(stages), WA(std::min<int64_t>(128, BK * eb)),
@@ -136,7 +136,8 @@ private:
   // Registers per thread with two consumer warpgroups (setmaxnreg): the
   // producers keep each chunk's hoisted address, 128 x 104 + 256 x 200 <= 64K.
   static constexpr int64_t kProducerRegs = 104, kConsumerRegs = 200;
-  // B copied from a transposed tile into a K-major stage (DotLoop::transB).
+  // B copied into a K-major stage from a transposed or column-major tile
+  // (DotLoop::transB, DotLoop::bColumnMajor).
   const bool kMajorB;
   const bool bViaRegs;
   // B's stage holds rows of N (K contiguous): transposed through registers,
@@ -223,8 +224,10 @@ private:
 
   using CopyFacts = StageCopier::CopyFacts;
   using Placement = StageCopier::Placement;
-  Layout copyLayout(tile::LoadOp ld) { return copier_.copyLayout(ld); }
-  CopyFacts copyFacts(tile::LoadOp ld) { return copier_.copyFacts(ld); }
+  // A column-major B is copied transposed: its stage rows run along N.
+  bool copiedTransposed(tile::LoadOp ld) const { return ld == m_.loadB && m_.bColumnMajor; }
+  Layout copyLayout(tile::LoadOp ld) { return copier_.copyLayout(ld, copiedTransposed(ld)); }
+  CopyFacts copyFacts(tile::LoadOp ld) { return copier_.copyFacts(ld, copiedTransposed(ld)); }
   Value swizzled(Value r, Value colByte, int64_t R, int64_t W) {
     return copier_.swizzled(r, colByte, R, W);
   }
@@ -234,7 +237,7 @@ private:
   // Copies one operand tile of iteration j to shared memory at `dst` +
   // place(row, byte in row); in warp-specialized code, by the producers.
   bool issueCopy(tile::LoadOp ld, Value dst, const Placement &place) {
-    return copier_.issueCopy(ld, dst, place, ptid, P);
+    return copier_.issueCopy(ld, dst, place, ptid, P, copiedTransposed(ld));
   }
 
   // Chunk k of this thread: groups of 16 consecutive chunks run down K, so a

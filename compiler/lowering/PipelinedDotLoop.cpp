@@ -69,9 +69,10 @@ bool DotLoopEmitter::applies() {
       !why.empty())
     return no(why);
   // Both operands must be contiguous along their last dimension (rows of A
-  // along K, rows of B along N): whole 16-byte chunks are copied.
+  // along K, rows of B along N), or B along K (column-major): whole 16-byte
+  // chunks are copied.
   for (tile::LoadOp ld : {m_.loadA, m_.loadB})
-    if (!rowsContiguous(kl_.axis(), ld, eb)) {
+    if (!copiedTransposed(ld) && !rowsContiguous(kl_.axis(), ld, eb)) {
       std::string what = std::string("the rows of operand ") + (ld == m_.loadA ? "A" : "B") +
                          " are not provably contiguous";
       if (std::string at = brokenRunAt(kl_.axis(), ld); !at.empty())
@@ -126,7 +127,8 @@ std::string DotLoopEmitter::summary() const {
                  " computing C^T = B^T A^T, B^T from registers"
       : useWgmma ? "wgmma m64n" + std::to_string(BN) + "k" + std::to_string(kPerInst)
                  : std::string("mma.sync m16n8k16 with ldmatrix");
-  std::string b = kMajorB    ? ", B^T copied K-major"
+  std::string b = m_.bColumnMajor ? ", B column-major, copied K-major"
+                  : kMajorB    ? ", B^T copied K-major"
                   : !bViaRegs ? ""
                   : bStaged   ? ", B staged and transposed in shared memory"
                               : ", B through registers";
@@ -641,6 +643,7 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
   std::optional<WgmmaKind> kind = wgmmaKindOf(m->dot);
   if (!kind)
     return notPipelined("no tensor-core form for these operand and accumulator types");
+  markColumnMajorB(axis(), *m, m->dot.getA().getType().getElementTypeBitWidth() / 8);
   // wgmma where the target has it and the tile fits it; else mma.sync for
   // 16-bit operands. num_stages is an upper bound: with fewer stages than
   // asked for when those do not fit in shared memory, the loop still pipelines.
@@ -649,7 +652,7 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
   // tf32 tries C^T = B^T A^T first (no shared-memory transpose of B).
   for (DotPath path : {DotPath::Swapped, DotPath::Wgmma, DotPath::MmaSync}) {
     bool wgmma = path != DotPath::MmaSync;
-    if (!dotPathAllowed(path, *kind, wgmmaTarget, bool(m->transB)))
+    if (!dotPathAllowed(path, *kind, wgmmaTarget, m->kMajorB()))
       continue;
     // Warp-specialized first, with a power-of-two stage count (slots and
     // phases of the running iteration count are then masks and shifts).

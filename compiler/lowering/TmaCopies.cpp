@@ -30,12 +30,12 @@ std::optional<DotLoopEmitter::TmaOperand> DotLoopEmitter::tmaFor(tile::LoadOp ld
     return no("rows not provably 16-byte aligned");
   std::string why;
   std::optional<TensorMapOperand> m =
-      analyzeTensorMapOperand(ld, op_, kl_.source().getBody().front(), why);
+      analyzeTensorMapOperand(ld, op_, kl_.source().getBody().front(), why, copiedTransposed(ld));
   if (!m)
     return no(why);
   if (rows > 256 || width / eb > 256)
     return no("a box is larger than 256 rows or columns");
-  int64_t cols = cast<RankedTensorType>(ld.getType()).getDimSize(1);
+  int64_t cols = cast<RankedTensorType>(ld.getType()).getDimSize(copiedTransposed(ld) ? 0 : 1);
   return TmaOperand{*m, Value(), rows, width, cols * eb / width};
 }
 

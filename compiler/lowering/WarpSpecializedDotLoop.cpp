@@ -195,6 +195,7 @@ std::optional<bool> KernelLowering::lowerPersistentDotLoop(scf::ForOp outer) {
   std::optional<WgmmaKind> kind = wgmmaKindOf(m->dot);
   if (!kind)
     return std::nullopt;
+  markColumnMajorB(axis(), *m, m->dot.getA().getType().getElementTypeBitWidth() / 8);
   // The epilogue stages its stores in shared memory of its own (the stages
   // are busy with the next tile): room for the widest store.
   int64_t epilogueBytes = 0;
@@ -217,7 +218,7 @@ std::optional<bool> KernelLowering::lowerPersistentDotLoop(scf::ForOp outer) {
       for (int stages = opts_.numStages; stages >= 3 && !pick; --stages)
         if (!(stages & (stages - 1)) &&
             dotPathAllowed(swapPath ? DotPath::Swapped : DotPath::Wgmma, *kind,
-                           /*wgmmaTarget=*/true, bool(m->transB)) &&
+                           /*wgmmaTarget=*/true, m->kMajorB()) &&
             fits(stages, swapPath, reserve))
           pick = std::pair{stages, swapPath};
   if (!pick)
