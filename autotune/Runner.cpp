@@ -2,6 +2,7 @@
 #include "tessera/AutotuneRunner.h"
 
 #include "tessera/Error.h"
+#include "tessera/Float8.h"
 #include "tessera/Half.h"
 
 #include <algorithm>
@@ -57,6 +58,14 @@ std::vector<double> toDoubles(const std::string &bytes, ScalarType t) {
   case ScalarType::bf16: halves(&bf16::toFloat); break;
   case ScalarType::f32: each(float()); break;
   case ScalarType::f64: each(double()); break;
+  case ScalarType::f8e4m3:
+    for (uint8_t b : bytes)
+      v.push_back(f8e4m3::toFloat(b));
+    break;
+  case ScalarType::f8e5m2:
+    for (uint8_t b : bytes)
+      v.push_back(f8e5m2::toFloat(b));
+    break;
   }
   return v;
 }

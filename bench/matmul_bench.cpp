@@ -6,7 +6,10 @@
 // torch/cuBLAS in the same session.
 //
 //   matmul_bench [--iters N] [--also DT:M:N:K=CONFIG ...] DT M N K [DT M N K ...]
-//     DT in f32, f16, bf16, i8. Each time is the median of 5 means of N
+//     DT in f32, f16, bf16, i8, f8e4m3, f8e5m2; a ":col" suffix (i8:col) stores
+//     B column-major (N x K, K contiguous: the K-major form 8-bit tensor cores
+//     read). The 8-bit floats run kernels_dsl/basics/scaled_matmul.tile (B
+//     column-major, unit scales, C bf16). Each time is the median of 5 means of N
 //     back-to-back launches (default 3). --also times CONFIG too at that shape
 //     (a hand-picked config, say), the same way, in the same process.
 #include "BenchTiming.h"
@@ -39,6 +42,10 @@ double timeMs(Context &ctx, const std::function<void()> &fn, int iters) {
 double toDouble(const uint8_t *p, const std::string &dt) {
   if (dt == "i8")
     return double(int8_t(*p));
+  if (dt == "f8e4m3")
+    return f8e4m3::toFloat(*p);
+  if (dt == "f8e5m2")
+    return f8e5m2::toFloat(*p);
   if (dt == "f32") {
     float f;
     std::memcpy(&f, p, 4);
@@ -59,10 +66,12 @@ double toDouble(const uint8_t *p, const std::string &dt) {
 // Random operand bytes for values in [-1, 1] (i8: [-64, 63]).
 void fillRandom(std::vector<uint8_t> &h, const std::string &dt, std::mt19937 &rng) {
   std::uniform_real_distribution<float> u(-1.f, 1.f);
-  size_t eb = dt == "f32" ? 4 : dt == "i8" ? 1 : 2;
+  size_t eb = dt == "f32" ? 4 : dt == "i8" || dt.rfind("f8", 0) == 0 ? 1 : 2;
   for (size_t k = 0; k < h.size(); k += eb) {
     float x = u(rng);
-    if (dt == "i8") {
+    if (dt == "f8e4m3" || dt == "f8e5m2") {
+      h[k] = dt == "f8e4m3" ? f8e4m3::fromFloat(x * 4) : f8e5m2::fromFloat(x * 4);
+    } else if (dt == "i8") {
       h[k] = uint8_t(int8_t(std::lround(x * 63.5f)));
     } else if (dt == "f32") {
       std::memcpy(&h[k], &x, 4);
@@ -110,13 +119,16 @@ int main(int argc, char **argv) {
     Context ctx;
     std::mt19937 rng(7);
     for (int i = first; i + 3 < argc; i += 4) {
-      std::string dt = argv[i];
+      std::string token = argv[i];
+      std::string dt = token.substr(0, token.find(':'));
       int64_t M = std::stoll(argv[i + 1]), N = std::stoll(argv[i + 2]), K = std::stoll(argv[i + 3]);
-      bool isInt = dt == "i8";
-      size_t eb = dt == "f32" ? 4 : isInt ? 1 : 2;
+      bool isInt = dt == "i8", isF8 = dt == "f8e4m3" || dt == "f8e5m2";
+      bool colB = isF8 || token.size() > dt.size(); // ":col"
+      size_t eb = dt == "f32" ? 4 : isInt || isF8 ? 1 : 2;
       // C in the operand type for 16-bit inputs, as cuBLAS writes it (torch's
       // bf16 matmul returns bf16): the epilogue moves the same bytes as the peer.
-      std::string out = isInt ? "i32" : eb == 2 ? dt : "f32";
+      // 8-bit floats write bf16, as torch._scaled_mm is asked to.
+      std::string out = isInt ? "i32" : isF8 ? "bf16" : eb == 2 ? dt : "f32";
       size_t ob = out == "i32" || out == "f32" ? 4 : 2;
       auto a = ctx.allocBytes(size_t(M * K) * eb), b = ctx.allocBytes(size_t(K * N) * eb);
       auto c = ctx.allocBytes(size_t(M * N) * ob);
@@ -135,7 +147,8 @@ int main(int argc, char **argv) {
       for (auto [r, q] : samples) {
         double acc = 0;
         for (int64_t k = 0; k < K; ++k)
-          acc += toDouble(&ha[size_t(r * K + k) * eb], dt) * toDouble(&hb[size_t(k * N + q) * eb], dt);
+          acc += toDouble(&ha[size_t(r * K + k) * eb], dt) *
+                 toDouble(&hb[size_t(colB ? q * K + k : k * N + q) * eb], dt);
         ref.push_back(acc);
       }
       // Every switch a config does not set comes from here.
@@ -157,11 +170,23 @@ int main(int argc, char **argv) {
       tuning.tuning.timing.flushL2 = false;
       std::map<std::string, ConstexprValue> cx = {
           {"DT", *parseDType(dt)}, {"ACC", *parseDType(isInt ? "i32" : "f32")}, {"OUT", *parseDType(out)}};
-      TunedKernel mm(ctx, file, "matmul", cx, o, tuning);
+      std::string kfile = file, kname = "matmul";
+      if (isF8) {
+        kfile = kernels + "/basics/scaled_matmul.tile";
+        kname = "scaled_matmul";
+        cx = {{"DA", *parseDType(dt)}, {"DB", *parseDType(dt)}, {"OUT", *parseDType(out)}};
+      }
+      TunedKernel mm(ctx, kfile, kname, cx, o, tuning);
+      // B's strides: (N, 1) row-major, (1, K) column-major.
+      int32_t sbk = colB ? 1 : int32_t(N), sbn = colB ? int32_t(K) : 1;
+      auto scales = ctx.upload(std::vector<float>{1.0f, 1.0f});
       std::vector<ArgValue> args =
-          makeArgs(DevicePtr<uint8_t>{a.address()}, DevicePtr<uint8_t>{b.address()},
-                   DevicePtr<uint8_t>{c.address()}, int32_t(M), int32_t(N), int32_t(K), int32_t(K),
-                   int32_t(1), int32_t(N), int32_t(1), int32_t(N), int32_t(1));
+          isF8 ? makeArgs(DevicePtr<uint8_t>{a.address()}, DevicePtr<uint8_t>{b.address()},
+                          DevicePtr<uint8_t>{c.address()}, scales.ptr(), scales.ptr() + 1, int32_t(M),
+                          int32_t(N), int32_t(K), int32_t(K), int32_t(1), sbk, sbn, int32_t(N), int32_t(1))
+               : makeArgs(DevicePtr<uint8_t>{a.address()}, DevicePtr<uint8_t>{b.address()},
+                          DevicePtr<uint8_t>{c.address()}, int32_t(M), int32_t(N), int32_t(K), int32_t(K),
+                          int32_t(1), sbk, sbn, int32_t(N), int32_t(1));
       // Pointer element types are checked: retag the byte pointers with the kernel's types.
       for (size_t p = 0; p < 3; ++p)
         args[p].type = mm.signature().params[p].type;
@@ -193,7 +218,7 @@ int main(int argc, char **argv) {
                   << d.config.str() << ": relative error " << rel << "\n";
       double ms = timeMs(ctx, [&] { mm.launchWithArgs(ctx.stream(), grid, args); }, iters);
       std::string alsoJson;
-      std::string shapeKey = dt + ":" + argv[i + 1] + ":" + argv[i + 2] + ":" + argv[i + 3];
+      std::string shapeKey = token + ":" + argv[i + 1] + ":" + argv[i + 2] + ":" + argv[i + 3];
       std::optional<tessera::Config> cfg;
       if (auto it = also.find(shapeKey); it != also.end()) {
         std::string perr;
@@ -206,7 +231,7 @@ int main(int argc, char **argv) {
         auto cx2 = cx;
         JitOptions o2 = o;
         cfg->applyTo(o2, cx2);
-        Kernel other = compile(ctx, file, "matmul", cx2, o2);
+        Kernel other = compile(ctx, kfile, kname, cx2, o2);
         Grid g = grid(*cfg);
         other.launchWithArgs(ctx.stream(), g, args);
         // Interleaved, each kept at its best of two: tuned, other, tuned, other.
@@ -221,7 +246,7 @@ int main(int argc, char **argv) {
       std::printf("{\"impl\": \"tessera\", \"dtype\": \"%s\", \"M\": %lld, \"N\": %lld, \"K\": %lld, \"ms\": %.4f, "
                   "\"tflops\": %.2f, \"rel_err\": %.3g, \"config\": \"%s\", \"tuning\": \"%s\", \"device\": \"%s\", "
                   "\"iters\": %d%s, \"configs\": %s}\n",
-                  dt.c_str(), (long long)M, (long long)N, (long long)K, ms, tflops, rel,
+                  token.c_str(), (long long)M, (long long)N, (long long)K, ms, tflops, rel,
                   d.config.str().c_str(), d.source.c_str(), ctx.deviceName().c_str(), iters,
                   alsoJson.c_str(), all.c_str());
       std::fflush(stdout);

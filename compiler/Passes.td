@@ -28,6 +28,18 @@ def TesseraSetOptions : Pass<"tessera-set-options", "mlir::ModuleOp"> {
   ];
 }
 
+def TesseraWidenFloat8 : Pass<"tessera-widen-float8", "mlir::ModuleOp"> {
+  let summary = "Compute arithmetic on 8-bit floats in f32";
+  let description = [{
+    f8e4m3 and f8e5m2 are storage types: tensor cores multiply them, and
+    the GPU converts them to and from f32 (cvt), but nothing else computes
+    on them. Every arith or math op with an 8-bit float operand or result
+    (other than the conversions, select and constants) becomes the same op
+    on f32, its operands widened (exactly) and a float result rounded back
+    to the 8-bit type. Both back ends run the result, so they agree.
+  }];
+}
+
 def TesseraAssignLayouts : Pass<"tessera-assign-layouts", "mlir::ModuleOp"> {
   let summary = "Give tensor-core dots their mma and dot-operand layouts, with conversions around them";
   let dependentDialects = ["tessera::tgpu::TileGPUDialect"];

@@ -62,7 +62,18 @@ std::optional<DotLoop> matchDotLoop(scf::ForOp op, std::string *why = nullptr);
 /// goes through registers and is stored transposed ("B via registers").
 struct WgmmaKind {
   bool half = false, tf32 = false, int8 = false;
+  // e4m3 / e5m2 operands (either mix) into f32: K-major only, like s8.
+  bool fp8 = false;
 };
+
+/// Whether `t` is an 8-bit float type (f8e4m3 or f8e5m2).
+inline bool isFloat8Type(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); }
+
+/// wgmma's name for an operand element type: f16, bf16, tf32, s8, e4m3, e5m2.
+inline std::string wgmmaTypeName(Type t) {
+  return t.isBF16() ? "bf16" : t.isF16() ? "f16" : t.isF32() ? "tf32" : t.isInteger(8) ? "s8"
+         : isa<Float8E4M3FNType>(t) ? "e4m3" : "e5m2";
+}
 
 /// The tensor-core forms of a pipelined dot loop, in order of preference.
 enum class DotPath { Swapped, Wgmma, MmaSync };
@@ -115,13 +126,15 @@ std::string dotTileWhyNot(DotPath path, bool half, int64_t BM, int64_t BN, int64
 /// The dot's wgmma flavour, or nothing when wgmma cannot compute it.
 inline std::optional<WgmmaKind> wgmmaKindOf(tile::DotOp dot) {
   Type ea = dot.getA().getType().getElementType(), ec = dot.getAcc().getType().getElementType();
-  if (dot.getB().getType().getElementType() != ea)
-    return std::nullopt;
+  Type eb = dot.getB().getType().getElementType();
   WgmmaKind kind;
+  kind.fp8 = isFloat8Type(ea) && isFloat8Type(eb) && ec.isF32();
+  if (eb != ea && !kind.fp8)
+    return std::nullopt;
   kind.half = (ea.isBF16() || ea.isF16()) && ec.isF32();
   kind.tf32 = ea.isF32() && ec.isF32() && dot.getInputPrecision() == tile::InputPrecision::tf32;
   kind.int8 = ea.isInteger(8) && ec.isInteger(32);
-  if (!kind.half && !kind.tf32 && !kind.int8)
+  if (!kind.half && !kind.tf32 && !kind.int8 && !kind.fp8)
     return std::nullopt;
   return kind;
 }

@@ -2,6 +2,7 @@
 // PTX back end, stopping at the stage asked for.
 //
 //   front end (Frontend.h)            source -> verified tile IR
+//   tessera-widen-float8              arithmetic on 8-bit floats in f32
 //   canonicalize, CSE, LICM           (CompileOptions::optimize)
 //   [tile IR snapshot]
 //   tessera-set-options               the options as module attributes
@@ -67,6 +68,7 @@ struct LoopCarriedPass : PassWrapper<LoopCarriedPass, OperationPass<ModuleOp>> {
 /// snapshot of each stage's output into `r`.
 void buildPipeline(PassManager &pm, const CompileOptions &options, Stage stage,
                    CompileResult &r) {
+  pm.addPass(createTesseraWidenFloat8()); // both back ends compute on f8 in f32
   if (options.optimize) {
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());

@@ -24,6 +24,8 @@ const char *scalarTypeName(ScalarType t) {
   case ScalarType::bf16: return "bf16";
   case ScalarType::f32: return "f32";
   case ScalarType::f64: return "f64";
+  case ScalarType::f8e4m3: return "f8e4m3";
+  case ScalarType::f8e5m2: return "f8e5m2";
   }
   return "<invalid>";
 }
@@ -33,7 +35,7 @@ std::optional<ScalarType> parseScalarType(const std::string &name) {
                                    ScalarType::i16, ScalarType::i32, ScalarType::i64,
                                    ScalarType::f16, ScalarType::bf16, ScalarType::f32,
                                    ScalarType::f64, ScalarType::u16, ScalarType::u32,
-                                   ScalarType::u64};
+                                   ScalarType::u64, ScalarType::f8e4m3, ScalarType::f8e5m2};
   for (ScalarType t : all)
     if (name == scalarTypeName(t))
       return t;
@@ -44,7 +46,9 @@ unsigned scalarTypeBits(ScalarType t) {
   switch (t) {
   case ScalarType::i1: return 1;
   case ScalarType::i8:
-  case ScalarType::u8: return 8;
+  case ScalarType::u8:
+  case ScalarType::f8e4m3:
+  case ScalarType::f8e5m2: return 8;
   case ScalarType::i16:
   case ScalarType::u16:
   case ScalarType::f16:
@@ -61,8 +65,10 @@ unsigned scalarTypeBits(ScalarType t) {
 
 bool isFloat(ScalarType t) {
   return t == ScalarType::f16 || t == ScalarType::bf16 || t == ScalarType::f32 ||
-         t == ScalarType::f64;
+         t == ScalarType::f64 || isFloat8(t);
 }
+
+bool isFloat8(ScalarType t) { return t == ScalarType::f8e4m3 || t == ScalarType::f8e5m2; }
 
 bool isUnsigned(ScalarType t) {
   return t == ScalarType::u8 || t == ScalarType::u16 || t == ScalarType::u32 ||

@@ -136,6 +136,8 @@ Type IRGen::toMlir(DType d) {
   case ScalarType::bf16: t = b_.getBF16Type(); break;
   case ScalarType::f32: t = b_.getF32Type(); break;
   case ScalarType::f64: t = b_.getF64Type(); break;
+  case ScalarType::f8e4m3: t = b_.getType<Float8E4M3FNType>(); break;
+  case ScalarType::f8e5m2: t = b_.getType<Float8E5M2Type>(); break;
   }
   for (int k = 0; k < d.pointerDepth; ++k)
     t = tile::PtrType::get(&ctx_, t);
@@ -247,6 +249,11 @@ SemValue IRGen::castTo(const SemValue &v0, DType to, Loc l) {
   }
   bool ff = isFloat(from.scalar), tf = isFloat(to.scalar);
   unsigned fw = scalarTypeBits(from.scalar), tw = scalarTypeBits(to.scalar);
+  // 8-bit floats convert to and from f32 only (one cvt on the GPU); every
+  // other conversion goes through f32, which holds each of their values.
+  DType f32{ScalarType::f32, 0};
+  if ((isFloat8(from.scalar) || isFloat8(to.scalar)) && from != f32 && to != f32)
+    return castTo(castTo(v, f32, l), to, l);
   if (to.scalar == ScalarType::i1) {
     if (ff) {
       SemValue z = constant(from, rt.shape, 0.0, 0, l);
@@ -485,6 +492,12 @@ bool IRGen::genKernel(ModuleOp module, const ModuleInfo &mod, const FunctionDef 
       return false;
     } else {
       fail(p.annot.loc, "unknown type '" + p.annot.name + "'");
+      return false;
+    }
+    if (!t.isPointer() && isFloat8(t.scalar)) {
+      fail(p.annot.loc, "parameter '" + p.name + "': " + t.str() +
+                            " is a storage type for buffers; pass the scalar as f32 and convert "
+                            "with .to(" + t.str() + ")");
       return false;
     }
     sig.params.push_back(KernelParam{p.name, t});

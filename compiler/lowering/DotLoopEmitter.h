@@ -50,7 +50,7 @@ public:
       : kl_(kl), opts_(opts), smem_(smem), vals_(vals), b_(b), op_(op), m_(m), loc(op.getLoc()),
         ctx(b.getContext()),
         i32(b_.getI32Type()), i64(b_.getI64Type()), ptr3(LLVM::LLVMPointerType::get(ctx, 3)),
-        ea(m.dot.getA().getType().getElementType()), copier_(kl, b, op.getLoc(), ea),
+        ea(kl.convertElem(m.dot.getA().getType().getElementType())), copier_(kl, b, op.getLoc(), ea),
         accTy(m.dot.getAcc().getType().getElementType()), half(kind.half), tf32(kind.tf32),
         int8(kind.int8), swap(swapAB), ws(warpSpecialized), kMajorB(m.kMajorB()), bViaRegs(!half && !swap && !kMajorB), bStageKMajor(bViaRegs || kMajorB), BM(m.dot.getA().getType().getDimSize(0)),
         BK(m.dot.getA().getType().getDimSize(1)), BN(m.dot.getB().getType().getDimSize(1)),
@@ -110,7 +110,7 @@ private:
   MLIRContext *const ctx;
   const Type i32, i64;
   const LLVM::LLVMPointerType ptr3;
-  const Type ea;    // operand element type
+  const Type ea;    // operand element type as stored (i8 for 8-bit floats)
   // The cp.async copies into the swizzled stages (StageCopier.h).
   StageCopier copier_;
   const Type accTy; // accumulator element type

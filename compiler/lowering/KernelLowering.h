@@ -48,6 +48,17 @@ inline bool isElementwise(Operation *op) {
          isa<tile::AddPtrOp, tile::BitcastOp, tile::PtrToIntOp>(op);
 }
 
+/// Whether `t` is one of the 8-bit float types (f8e4m3, f8e5m2).
+inline bool isFloat8(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); }
+
+/// A scalar constant as its registers hold it: an 8-bit float as the i8 of its bits.
+inline TypedAttr storageAttr(TypedAttr a) {
+  if (auto f = dyn_cast<FloatAttr>(a); f && isFloat8(f.getType()))
+    return IntegerAttr::get(IntegerType::get(a.getContext(), 8),
+                            f.getValue().bitcastToAPInt().getZExtValue());
+  return a;
+}
+
 // Memory representation of an element type (i1 is stored as i8).
 inline Type memType(Type t, MLIRContext *ctx) {
   if (t.isInteger(1))
@@ -117,9 +128,13 @@ public:
     if (remarks_)
       remarks_(op->getLoc(), msg);
   }
+  // 8-bit floats live in i8 registers: only conversions (cvt) and tensor
+  // cores read them, and LLVM has no such types.
   Type convertElem(Type t) {
     if (isa<tile::PtrType>(t))
       return LLVM::LLVMPointerType::get(b_.getContext(), 1);
+    if (isFloat8(t))
+      return b_.getI8Type();
     return t;
   }
   Type convertScalar(Type t) { return convertElem(t); }
@@ -129,6 +144,7 @@ public:
   // One constant per attribute, at the entry: the same Value every time, so
   // that per-element values keyed on coordinates are found again.
   Value entryConst(TypedAttr attr) {
+    attr = storageAttr(attr);
     Value &known = entryConsts_[attr];
     if (known)
       return known;
@@ -427,6 +443,11 @@ private:
   /// LLVM forms; the rest are cloned with the element type converted. Used
   /// for register tiles and for virtual ones evaluated at coordinates alike.
   Value emitScalarOp(Operation *op, IRMapping &map, Location loc);
+  /// An arith.extf from an 8-bit float to f32, or an arith.truncf from f32 to
+  /// one, on the lowered scalar `x` (Float8Convert.cpp); null after an error.
+  Value convertFloat8(Operation *op, Value x, Location loc);
+  /// The f32 value of `x`, an i8 register holding an 8-bit float of type `f8`.
+  Value float8ToF32(Type f8, Value x, Location loc);
   bool lowerConvertLayout(tgpu::ConvertLayoutOp op);
   bool lowerLoad(tile::LoadOp op);
   bool lowerGather(tile::GatherOp op);

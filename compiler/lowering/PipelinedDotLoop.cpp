@@ -414,17 +414,17 @@ Value DotLoopEmitter::desc(Value addr, int64_t high) { return smemDescriptor(b_,
 
 std::string DotLoopEmitter::wgmmaText() const {
   std::string shape = "m64n" + std::to_string(BN) + "k" + std::to_string(kPerInst);
-  std::string ty = ea.isBF16() ? "bf16" : ea.isF16() ? "f16" : tf32 ? "tf32" : "s8";
   std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(RB + 2) +
                      ", 0;\nwgmma.mma_async.sync.aligned." + shape + (int8 ? ".s32." : ".f32.") +
-                     ty + "." + ty + " {";
+                     wgmmaTypeName(m_.dot.getA().getType().getElementType()) + "." +
+                     wgmmaTypeName(m_.dot.getB().getType().getElementType()) + " {";
   for (int64_t r = 0; r < RB; ++r)
     text += "$" + std::to_string(r) + (r + 1 < RB ? "," : "");
-  // Scale and transpose immediates: 16-bit types read B transposed; tf32 has
-  // scales only; integer wgmma has neither.
+  // Scale and transpose immediates: 16-bit types read B transposed; tf32 and
+  // the 8-bit floats have scales only; integer wgmma has neither.
   text += "}, $" + std::to_string(RB) + ", $" + std::to_string(RB + 1) +
           (half ? (kMajorB ? ", p, 1, 1, 0, 0;\n}" : ", p, 1, 1, 0, 1;\n}")
-                : tf32 ? ", p, 1, 1;\n}" : ", p;\n}");
+                : int8 ? ", p;\n}" : ", p, 1, 1;\n}");
   return text;
 }
 

@@ -680,7 +680,7 @@ bool KernelLowering::lowerOp(Operation *op) {
       setVirtual(cst);
       return true;
     }
-    setScalar(cst, b_.clone(*op)->getResult(0));
+    setScalar(cst, arith::ConstantOp::create(b_, cst.getLoc(), storageAttr(cast<TypedAttr>(cst.getValue()))));
     return true;
   }
   if (isa<tile::MakeRangeOp, tile::SplatOp>(op)) {
@@ -821,6 +821,10 @@ Value KernelLowering::emitScalarOp(Operation *op, IRMapping &map, Location loc) 
   }
   if (auto p2i = dyn_cast<tile::PtrToIntOp>(op))
     return LLVM::PtrToIntOp::create(b_, loc, b_.getI64Type(), map.lookup(p2i.getSrc()));
+  if (isa<arith::ExtFOp, arith::TruncFOp>(op) &&
+      (isFloat8(getElementTypeOrSelf(op->getOperand(0).getType())) ||
+       isFloat8(getElementTypeOrSelf(op->getResult(0).getType()))))
+    return convertFloat8(op, map.lookup(op->getOperand(0)), loc);
   Operation *clone = b_.clone(*op, map);
   clone->getResult(0).setType(convertElem(getElementTypeOrSelf(op->getResult(0).getType())));
   return clone->getResult(0);
@@ -839,7 +843,7 @@ bool KernelLowering::lowerElementwise(Operation *op) {
     l.kind = Lowered::Scalar;
     l.scalar = emitScalar(map);
     vals_[res] = l;
-    return true;
+    return error_.empty(); // emitScalarOp reports what it cannot lower
   }
   bool allVirtual = true;
   for (Value operand : op->getOperands())
@@ -873,7 +877,7 @@ bool KernelLowering::lowerElementwise(Operation *op) {
     l.regs.push_back(emitScalar(map));
   }
   vals_[res] = l;
-  return true;
+  return error_.empty();
 }
 
 //===----------------------------------------------------------------------===//
@@ -1373,6 +1377,8 @@ bool KernelLowering::lowerDot(tile::DotOp op) {
   auto at = op.getA().getType(), bt = op.getB().getType(), ct = op.getAcc().getType();
   int64_t K = at.getDimSize(1);
   Type ea = at.getElementType(), ec = ct.getElementType();
+  if (isFloat8(ea) && !target_.hasFloat8())
+    return fail(op, "dot() of 8-bit floats needs sm_89 or later; the target is " + target_.name());
   // An operand converted to the dot-operand layout is staged as its source
   // (which may have been staged where it is defined, outside the loop).
   auto source = [](Value v) {
@@ -1413,11 +1419,17 @@ bool KernelLowering::lowerDot(tile::DotOp op) {
       ArrayRef<Value> c = coords(lay, s);
       Value ai = arith::AddIOp::create(b_, loc, arith::MulIOp::create(b_, loc, c[0], Kc), k);
       Value bi = arith::AddIOp::create(b_, loc, arith::MulIOp::create(b_, loc, k, Nc), c[1]);
-      Value a = LLVM::LoadOp::create(b_, loc, ea, smemPtr(aS, ai, ea, loc));
-      Value bv = LLVM::LoadOp::create(b_, loc, ea, smemPtr(bS, bi, ea, loc));
+      Type eb = bt.getElementType();
+      Type sa = convertElem(ea), sb = convertElem(eb);
+      Value a = LLVM::LoadOp::create(b_, loc, sa, smemPtr(aS, ai, sa, loc));
+      Value bv = LLVM::LoadOp::create(b_, loc, sb, smemPtr(bS, bi, sb, loc));
       Value acc = forOp.getRegionIterArgs()[s];
       Value r;
-      if (isa<FloatType>(ec)) {
+      if (isFloat8(ea)) { // 8-bit floats: converted to f32 (exactly), then FMA
+        a = float8ToF32(ea, a, loc);
+        bv = float8ToF32(eb, bv, loc);
+        r = math::FmaOp::create(b_, loc, a, bv, acc);
+      } else if (isa<FloatType>(ec)) {
         if (ea != ec) {
           a = arith::ExtFOp::create(b_, loc, ec, a);
           bv = arith::ExtFOp::create(b_, loc, ec, bv);

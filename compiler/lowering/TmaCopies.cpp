@@ -63,7 +63,7 @@ bool DotLoopEmitter::addTensorMaps() {
     TensorMapSpec s;
     s.pointerArg = int((*t)->map.pointerArg);
     s.elementBytes = int(eb);
-    s.dataType = int8 ? kTmaUint8 : ea.isBF16() ? kTmaBfloat16 : ea.isF16() ? kTmaFloat16 : kTmaFloat32;
+    s.dataType = eb == 1 ? kTmaUint8 : ea.isBF16() ? kTmaBfloat16 : ea.isF16() ? kTmaFloat16 : kTmaFloat32;
     s.cols = form((*t)->map.cols);
     s.rows = form((*t)->map.rows);
     s.rowStride = form((*t)->map.rowStride);

@@ -4,6 +4,7 @@
 
 #include "cli.h"
 
+#include "tessera/Float8.h"
 #include "tessera/Half.h"
 
 #include <cerrno>
@@ -29,6 +30,8 @@ bool parseScalar(const std::string &text, ScalarType t, ArgValue &out) {
     return true;
   }
   char *end = nullptr;
+  if (isFloat8(t)) // no kernel takes an 8-bit float scalar
+    return false;
   if (isFloat(t)) {
     errno = 0;
     double d = std::strtod(text.c_str(), &end);
@@ -134,6 +137,8 @@ size_t elementBytes(ScalarType t) {
   case ScalarType::i1:
   case ScalarType::i8:
   case ScalarType::u8:
+  case ScalarType::f8e4m3:
+  case ScalarType::f8e5m2:
     return 1;
   case ScalarType::i16:
   case ScalarType::u16:
@@ -169,6 +174,8 @@ double elementValue(const unsigned char *p, ScalarType t) {
   case ScalarType::bf16: { uint16_t b; std::memcpy(&b, p, 2); return bf16::toFloat(b); }
   case ScalarType::f32: { float v; std::memcpy(&v, p, 4); return v; }
   case ScalarType::f64: { double v; std::memcpy(&v, p, 8); return v; }
+  case ScalarType::f8e4m3: return f8e4m3::toFloat(*p);
+  case ScalarType::f8e5m2: return f8e5m2::toFloat(*p);
   }
   return 0;
 }
@@ -246,6 +253,7 @@ bool makeInputs(const KernelSignature &sig, const std::vector<ArgSpec> &specs, u
         case ScalarType::bf16: { uint16_t n = 0x7fc0; std::memcpy(e, &n, 2); break; }
         case ScalarType::f32: { float n = std::numeric_limits<float>::quiet_NaN(); std::memcpy(e, &n, 4); break; }
         case ScalarType::f64: { double n = std::numeric_limits<double>::quiet_NaN(); std::memcpy(e, &n, 8); break; }
+        case ScalarType::f8e4m3: case ScalarType::f8e5m2: e[0] = 0x7f; break; // NaN in both
         default: std::memset(e, 0xAA, eb); break;
         }
       }
@@ -269,6 +277,8 @@ bool makeInputs(const KernelSignature &sig, const std::vector<ArgSpec> &specs, u
         case ScalarType::bf16: { uint16_t h = bf16::fromFloat(float(u24)); std::memcpy(e, &h, 2); break; }
         case ScalarType::f32: { float v = float(u24); std::memcpy(e, &v, 4); break; }
         case ScalarType::f64: std::memcpy(e, &u53, 8); break;
+        case ScalarType::f8e4m3: e[0] = f8e4m3::fromFloat(float(u24)); break;
+        case ScalarType::f8e5m2: e[0] = f8e5m2::fromFloat(float(u24)); break;
         }
       }
     }

@@ -35,6 +35,8 @@ struct Target {
   bool hasCpAsync() const { return sm >= 80; }
   /// wgmma, TMA tensor copies and mbarrier transaction counts, as lowered.
   bool hasWgmma() const { return sm == 90 && archSpecific; }
+  /// cvt between f32 / f16 and the 8-bit floats e4m3 and e5m2 (sm_89 and later).
+  bool hasFloat8() const { return sm >= 89; }
   /// The most dynamic shared memory one block may opt into on this
   /// capability (the CUDA programming guide's table): sm_90/sm_100 232,448 B,
   /// sm_80/sm_87 166,912, sm_86/sm_89/sm_120 101,376, sm_75 65,536, sm_70 98,304.

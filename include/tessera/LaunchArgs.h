@@ -7,6 +7,7 @@
 //   int8_t -> i8    uint8_t -> u8    int16_t -> i16   int32_t -> i32
 //   int64_t -> i64  float -> f32     double -> f64    bool -> i1
 //   tessera::f16 -> f16   tessera::bf16 -> bf16
+//   tessera::f8e4m3 -> f8e4m3   tessera::f8e5m2 -> f8e5m2 (element types of buffers)
 //   DeviceBuffer<T>, DevicePtr<T> -> *T   (T one of the types above)
 //
 // So an int64_t (or a `1L` literal) passed to an i32 parameter is an error,
@@ -16,6 +17,7 @@
 #ifndef TESSERA_LAUNCHARGS_H
 #define TESSERA_LAUNCHARGS_H
 
+#include "tessera/Float8.h"
 #include "tessera/Half.h"
 #include "tessera/Types.h"
 
@@ -71,6 +73,8 @@ TESSERA_SCALAR_TYPE_OF(int32_t, i32)
 TESSERA_SCALAR_TYPE_OF(int64_t, i64)
 TESSERA_SCALAR_TYPE_OF(f16, f16)
 TESSERA_SCALAR_TYPE_OF(bf16, bf16)
+TESSERA_SCALAR_TYPE_OF(f8e4m3, f8e4m3)
+TESSERA_SCALAR_TYPE_OF(f8e5m2, f8e5m2)
 TESSERA_SCALAR_TYPE_OF(float, f32)
 TESSERA_SCALAR_TYPE_OF(double, f64)
 #undef TESSERA_SCALAR_TYPE_OF

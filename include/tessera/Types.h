@@ -13,12 +13,15 @@
 namespace tessera {
 
 // New types go at the end: the numeric values are part of serialized signatures.
-enum class ScalarType : uint8_t { i1, i8, u8, i16, i32, i64, f16, bf16, f32, f64, u16, u32, u64 };
+enum class ScalarType : uint8_t {
+  i1, i8, u8, i16, i32, i64, f16, bf16, f32, f64, u16, u32, u64, f8e4m3, f8e5m2
+};
 
 const char *scalarTypeName(ScalarType t);          // "f32"
 std::optional<ScalarType> parseScalarType(const std::string &name);
 unsigned scalarTypeBits(ScalarType t);            // i1 -> 1, bf16 -> 16
-bool isFloat(ScalarType t);
+bool isFloat(ScalarType t);                       // f8e4m3 ... f64
+bool isFloat8(ScalarType t);                      // f8e4m3, f8e5m2
 bool isUnsigned(ScalarType t);                    // u8, u16, u32, u64 (and i1)
 
 /// A scalar type or a pointer to one (`pointerDepth` levels of `*`).

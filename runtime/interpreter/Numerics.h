@@ -4,6 +4,7 @@
 #define TESSERA_INTERP_NUMERICS_H
 
 #include "Program.h"
+#include "tessera/Float8.h"
 #include "tessera/Half.h"
 
 #include <cmath>
@@ -113,6 +114,23 @@ template <> struct FT<EK::BF16> {
   static S fromDouble(double d) { return doubleToSmall(d, 7, 8); }
 };
 
+// 8-bit floats compute in float; a double rounds through float, as the GPU's
+// conversion (from f32 only) does.
+template <> struct FT<EK::F8E4M3> {
+  using S = uint8_t;
+  using C = float;
+  static C ld(S s) { return f8e4m3::toFloat(s); }
+  static S st(C c) { return f8e4m3::fromFloat(c); }
+  static S fromDouble(double d) { return f8e4m3::fromFloat(float(d)); }
+};
+template <> struct FT<EK::F8E5M2> {
+  using S = uint8_t;
+  using C = float;
+  static C ld(S s) { return f8e5m2::toFloat(s); }
+  static S st(C c) { return f8e5m2::fromFloat(c); }
+  static S fromDouble(double d) { return f8e5m2::fromFloat(float(d)); }
+};
+
 //===----------------------------------------------------------------------===//
 // Integer kinds: storage S; s() sign-extends, u() zero-extends to 64 bits;
 // from() truncates a 64-bit result to the width.
@@ -150,6 +168,8 @@ template <class F> inline auto dispatchFloat(EK k, F &&f) {
   switch (k) {
   case EK::F16: return f(std::integral_constant<EK, EK::F16>());
   case EK::BF16: return f(std::integral_constant<EK, EK::BF16>());
+  case EK::F8E4M3: return f(std::integral_constant<EK, EK::F8E4M3>());
+  case EK::F8E5M2: return f(std::integral_constant<EK, EK::F8E5M2>());
   case EK::F64: return f(std::integral_constant<EK, EK::F64>());
   default: return f(std::integral_constant<EK, EK::F32>());
   }
@@ -185,6 +205,8 @@ inline double elemAsDouble(EK k, const uint8_t *p, int64_t i) {
   case EK::F32: return reinterpret_cast<const float *>(p)[i];
   case EK::F64: return reinterpret_cast<const double *>(p)[i];
   case EK::Ptr: return double(reinterpret_cast<const uint64_t *>(p)[i]);
+  case EK::F8E4M3: return f8e4m3::toFloat(p[i]);
+  case EK::F8E5M2: return f8e5m2::toFloat(p[i]);
   }
   return 0;
 }

@@ -423,6 +423,8 @@ bool dotOp(Exec &e, const Instr &ins) {
     e.fb.resize(size_t(K * Nn));
     dispatchFloat(in, [&](auto KI) {
       toFloat<decltype(KI)::value>(e.slot[ins.a], e.fa.data(), M * K, tf32);
+    });
+    dispatchFloat(EK(ins.pred), [&](auto KI) {
       toFloat<decltype(KI)::value>(e.slot[ins.b], e.fb.data(), K * Nn, tf32);
     });
     A = e.fa.data();
@@ -775,9 +777,10 @@ bool resolveTile(Instr &ins, std::string &err) {
     return true;
   case Op::Dot: {
     EK a = ins.kind2, c = ins.kind;
+    auto f8 = [](EK k) { return k == EK::F8E4M3 || k == EK::F8E5M2; };
     bool ok = (a == EK::F32 && c == EK::F32) || ((a == EK::F16 || a == EK::BF16) && c == EK::F32) ||
               (a == EK::F16 && c == EK::F16) || (a == EK::I8 && c == EK::I32) ||
-              (a == EK::F64 && c == EK::F64);
+              (a == EK::F64 && c == EK::F64) || (f8(a) && f8(EK(ins.pred)) && c == EK::F32);
     if (!ok) {
       err = std::string("dot of ") + ekName(a) + " into " + ekName(c) + " is not supported";
       return false;

@@ -56,6 +56,8 @@ bool elemKind(Type t, EK &k) {
   if (isa<IndexType>(t)) { k = EK::I64; return true; }
   if (t.isF16()) { k = EK::F16; return true; }
   if (t.isBF16()) { k = EK::BF16; return true; }
+  if (isa<Float8E4M3FNType>(t)) { k = EK::F8E4M3; return true; }
+  if (isa<Float8E5M2Type>(t)) { k = EK::F8E5M2; return true; }
   if (t.isF32()) { k = EK::F32; return true; }
   if (t.isF64()) { k = EK::F64; return true; }
   if (isa<tile::PtrType>(t)) { k = EK::Ptr; return true; }
@@ -837,6 +839,10 @@ bool Decoder::decodeDot(tile::DotOp d, Instr &ins, const TypeFacts &rf, Block &o
   ins.op = interp::Op::Dot;
   ins.kind = rf.kind;
   ins.kind2 = af.kind;
+  TypeFacts bf;
+  if (!facts(bt, bf))
+    return unsupported(d);
+  ins.pred = int32_t(bf.kind); // B's kind: the two 8-bit float formats may mix
   ins.n = rf.n;
   ins.aux = {at.getDimSize(0), at.getDimSize(1), bt.getDimSize(1)};
   ins.flag = d.getInputPrecision() == tile::InputPrecision::tf32;
@@ -1048,7 +1054,9 @@ bool Decoder::decodeKernel(func::FuncOp fn) {
     if (!dt) { // no signature: derive the type from the IR
       static const ScalarType byKind[] = {ScalarType::i1, ScalarType::i8, ScalarType::i16,
                                           ScalarType::i32, ScalarType::i64, ScalarType::f16,
-                                          ScalarType::bf16, ScalarType::f32, ScalarType::f64};
+                                          ScalarType::bf16, ScalarType::f32, ScalarType::f64,
+                                          ScalarType::i64 /* Ptr: not reached */,
+                                          ScalarType::f8e4m3, ScalarType::f8e5m2};
       Type t = a.getType();
       int depth = 0;
       while (auto pt = dyn_cast<tile::PtrType>(t)) {

@@ -17,19 +17,23 @@
 namespace tessera {
 namespace interp {
 
-/// Element kinds. Storage: i1 one byte 0/1; f16/bf16 their 16-bit pattern;
-/// pointers 64-bit addresses; the others their C++ type.
-enum class EK : uint8_t { I1, I8, I16, I32, I64, F16, BF16, F32, F64, Ptr };
+/// Element kinds. Storage: i1 one byte 0/1; f16/bf16 their 16-bit pattern,
+/// f8e4m3/f8e5m2 their 8-bit one; pointers 64-bit addresses; the others
+/// their C++ type.
+enum class EK : uint8_t { I1, I8, I16, I32, I64, F16, BF16, F32, F64, Ptr, F8E4M3, F8E5M2 };
 
 inline unsigned ekSize(EK k) {
   switch (k) {
-  case EK::I1: case EK::I8: return 1;
+  case EK::I1: case EK::I8: case EK::F8E4M3: case EK::F8E5M2: return 1;
   case EK::I16: case EK::F16: case EK::BF16: return 2;
   case EK::I32: case EK::F32: return 4;
   default: return 8;
   }
 }
-inline bool ekIsFloat(EK k) { return k == EK::F16 || k == EK::BF16 || k == EK::F32 || k == EK::F64; }
+inline bool ekIsFloat(EK k) {
+  return k == EK::F16 || k == EK::BF16 || k == EK::F32 || k == EK::F64 || k == EK::F8E4M3 ||
+         k == EK::F8E5M2;
+}
 inline bool ekIsInt(EK k) { return k <= EK::I64; }
 inline unsigned ekBits(EK k) { return k == EK::I1 ? 1 : 8 * ekSize(k); }
 const char *ekName(EK k);

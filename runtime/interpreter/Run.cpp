@@ -21,6 +21,8 @@ const char *ekName(EK k) {
   case EK::F32: return "f32";
   case EK::F64: return "f64";
   case EK::Ptr: return "ptr";
+  case EK::F8E4M3: return "f8e4m3";
+  case EK::F8E5M2: return "f8e5m2";
   }
   return "?";
 }

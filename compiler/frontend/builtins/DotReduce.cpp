@@ -36,17 +36,20 @@ SemValue BuiltinCall::onDot() {
                          std::to_string(xs[0]) + "x" + std::to_string(xs[1]) + " by " +
                          std::to_string(ys[0]) + "x" + std::to_string(ys[1]) + " product");
   DType ea = x.type.elem, eb = y.type.elem;
-  if (ea != eb)
+  // Two 8-bit float types may mix (e4m3 x e5m2, as wgmma allows).
+  bool float8 = !ea.isPointer() && !eb.isPointer() && isFloat8(ea.scalar) && isFloat8(eb.scalar);
+  if (ea != eb && !float8)
     return fail(L, "dot() operands must have the same element type, got " + ea.str() +
                        " and " + eb.str() + "; convert one with .to()");
   DType accT;
   switch (ea.isPointer() ? ScalarType::i1 : ea.scalar) {
   case ScalarType::f32: case ScalarType::f16: case ScalarType::bf16:
+  case ScalarType::f8e4m3: case ScalarType::f8e5m2:
     accT = DType{ScalarType::f32, 0}; break;
   case ScalarType::f64: accT = DType{ScalarType::f64, 0}; break;
   case ScalarType::i8: accT = DType{ScalarType::i32, 0}; break;
   default:
-    return fail(L, "dot() supports f32, f16, bf16, f64 and i8 operands, got " + ea.str());
+    return fail(L, "dot() supports f32, f16, bf16, f8e4m3, f8e5m2, f64 and i8 operands, got " + ea.str());
   }
   // The result type: out_dtype, else the accumulator's type.
   DType outT = accT;
