@@ -644,7 +644,7 @@ def k(A: *f16, B: *f16):
   CHECK(errorsOf(R"SRC(@kernel
 def k(X: *f32):
     y = dot(zeros((16,16), i32), zeros((16,16), i32))
-)SRC") == err(3, 9, "dot() supports f32, f16, bf16, f64 and i8 operands, got i32",
+)SRC") == err(3, 9, "dot() supports f32, f16, bf16, f8e4m3, f8e5m2, f64 and i8 operands, got i32",
               "    y = dot(zeros((16,16), i32), zeros((16,16), i32))"));
   CHECK(errorsOf(R"SRC(@kernel
 def k(X: *f32):

@@ -235,10 +235,16 @@ double scaledMatmulError(Context &ctx, const Format &fa, const Format &fb, int64
   k.launchWithArgs(ctx.stream(), Grid::of(cdiv(M, bm) * cdiv(N, bn)), args);
   ctx.synchronize();
   auto c = cd.toHost();
+  std::vector<double> av(a.size()), bv(b.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    av[i] = fa.decode(a[i]);
+  for (size_t i = 0; i < b.size(); ++i)
+    bv[i] = fb.decode(b[i]);
   auto ref = [&](int64_t i, int64_t j) {
     double r = 0;
+    const double *x = &av[size_t(i * K)], *y = &bv[size_t(j * K)];
     for (int64_t q = 0; q < K; ++q)
-      r += double(fa.decode(a[size_t(i * K + q)])) * double(fb.decode(b[size_t(j * K + q)]));
+      r += x[q] * y[q];
     return r * double(sa) * double(sb);
   };
   return tessera::testing::relErrL2(M, N, ref, [&](int64_t i, int64_t j) { return double(c[size_t(i * N + j)]); });
@@ -278,7 +284,7 @@ TEST_CASE("GPU fp8 tensor-core matmul (scaled_matmul) matches fp64", "[gpu][floa
     int warps;
   };
   for (Case c : {Case{300, 200, 190, 128, 128, 128, 8}, Case{256, 512, 1024, 128, 256, 128, 8},
-                 Case{129, 136, 96, 64, 64, 128, 4}, Case{1024, 1024, 2048, 128, 256, 128, 8}})
+                 Case{129, 136, 96, 64, 64, 128, 4}, Case{512, 768, 2048, 128, 256, 128, 8}})
     for (auto [fa, fb] : {std::pair{&kE4M3, &kE4M3}, {&kE5M2, &kE4M3}, {&kE5M2, &kE5M2}}) {
       JitOptions jo;
       jo.numWarps = c.warps;
@@ -288,6 +294,5 @@ TEST_CASE("GPU fp8 tensor-core matmul (scaled_matmul) matches fp64", "[gpu][floa
       INFO(fa->name << " x " << fb->name << " " << c.M << "x" << c.N << "x" << c.K << ": rel err " << err);
       // Products are exact; Hopper's fp8 wgmma accumulates with fewer bits than f32.
       CHECK(err < 1e-3);
-      UNSCOPED_INFO("");
     }
 }
