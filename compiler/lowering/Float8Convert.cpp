@@ -1,4 +1,4 @@
-// Conversions between f32 and the 8-bit floats (f8e4m3, f8e5m2), whose
+// Conversions between the other floats and the 8-bit ones (f8e4m3, f8e5m2), whose
 // values live in i8 registers (KernelLowering::convertElem). Each is one
 // cvt on sm_89 and later: e4m3x2/e5m2x2 -> f16x2 (exact: every 8-bit value
 // is an f16) then f16 -> f32 (exact); f32 -> a pair with round to nearest
@@ -41,16 +41,27 @@ Value KernelLowering::convertFloat8(Operation *op, Value x, Location loc) {
   if (!target_.hasFloat8())
     return poison("8-bit float conversions need sm_89 or later (cvt with e4m3x2/e5m2x2); the "
                   "target is " + target_.name());
-  if (isFloat8(from) && to.isF32())
-    return float8ToF32(from, x, loc);
-  if (from.isF32() && isFloat8(to)) {
+  // The front end converts through f32, but canonicalization may fold
+  // extf/truncf pairs around it (f16 -> f32 -> f8 into f16 -> f8): the
+  // other float types reach f32 first, exactly except from f64.
+  Type f32 = b_.getF32Type();
+  if (isFloat8(from) && !isFloat8(to)) {
+    Value w = float8ToF32(from, x, loc);
+    if (to.getIntOrFloatBitWidth() < 32)
+      return arith::TruncFOp::create(b_, loc, to, w);
+    return to.isF32() ? w : Value(arith::ExtFOp::create(b_, loc, to, w));
+  }
+  if (!from.isF32() && !isFloat8(from) && isFloat8(to))
+    x = from.getIntOrFloatBitWidth() < 32 ? Value(arith::ExtFOp::create(b_, loc, f32, x))
+                                          : Value(arith::TruncFOp::create(b_, loc, f32, x));
+  if (isFloat8(to) && !isFloat8(from)) {
     Value pair = pureAsm(b_, loc, i16, {x},
                          std::string("{\n.reg .f32 z;\nmov.f32 z, 0f00000000;\ncvt.rn.satfinite.") +
                              ptxName(to) + ".f32 $0, z, $1;\n}",
                          "=h,f");
     return arith::TruncIOp::create(b_, loc, b_.getI8Type(), pair);
   }
-  return poison("8-bit floats convert to and from f32 only");
+  return poison("no conversion between the two 8-bit float types (convert through f32)");
 }
 
 } // namespace tessera::lowering::detail

@@ -104,11 +104,14 @@ std::vector<float> conversionInputs(const Format &f, std::mt19937 &rng, size_t r
 
 const char *kConvert = R"(
 @kernel
-def convert(X: *f32, Y: *F8, Z: *f32, W: *f32, n: i32, BLOCK: constexpr = 256,
+def convert(X: *f32, Y: *F8, Z: *f32, W: *f32, V: *f32, n: i32, BLOCK: constexpr = 256,
             F8: constexpr = f8e4m3):
     offs = program_id(0) * BLOCK + arange(0, BLOCK)
     m = offs < n
-    y = load(X + offs, mask=m, other=0.0).to(F8)
+    x = load(X + offs, mask=m, other=0.0)
+    y = x.to(F8)
+    # From f16: rounded to f16 first, then (exactly through f32) to 8 bits.
+    store(V + offs, x.to(f16).to(F8).to(f32), mask=m)
     store(Y + offs, y, mask=m)
     store(Z + offs, y.to(f32), mask=m)
     # Arithmetic on 8-bit floats runs in f32 and rounds back: 3y, then max(3y, y).
@@ -123,26 +126,29 @@ void checkConversions(Context &ctx, const Format &f, const std::vector<float> &x
   auto xd = ctx.upload(xs);
   auto yd = ctx.alloc<uint8_t>(xs.size());
   auto zd = ctx.alloc<float>(xs.size()), wd = ctx.alloc<float>(xs.size());
+  auto vd = ctx.alloc<float>(xs.size());
   std::vector<ArgValue> args = makeArgs(xd.ptr(), DevicePtr<uint8_t>{yd.ptr().address}, zd.ptr(),
-                                        wd.ptr(), int32_t(xs.size()));
+                                        wd.ptr(), vd.ptr(), int32_t(xs.size()));
   args[1].type = k.signature().params[1].type;
   k.launchWithArgs(ctx.stream(), Grid::of(cdiv(int64_t(xs.size()), 256)), args);
   ctx.synchronize();
   auto y = yd.toHost();
   auto z = zd.toHost();
   auto w = wd.toHost();
+  auto v = vd.toHost();
   size_t bad = 0;
   for (size_t i = 0; i < xs.size(); ++i) {
     uint8_t want = f.encode(xs[i]);
     float back = f.decode(want);
     float tripled = f.decode(f.encode(back * 3.0f));
     float mx = std::isnan(tripled) ? back : std::max(tripled, back);
-    bool ok = y[i] == want && (std::isnan(back) ? std::isnan(z[i]) : z[i] == back) &&
-              (std::isnan(mx) ? std::isnan(w[i]) : w[i] == mx);
+    float viaHalf = f.decode(f.encode(float(f16(xs[i]))));
+    auto same = [](float got, float ref) { return std::isnan(ref) ? std::isnan(got) : got == ref; };
+    bool ok = y[i] == want && same(z[i], back) && same(w[i], mx) && same(v[i], viaHalf);
     if (!ok && ++bad <= 5)
       UNSCOPED_INFO(f.name << " x=" << xs[i] << ": code " << int(y[i]) << " (want " << int(want)
                            << "), value " << z[i] << " (want " << back << "), max(3y, y) " << w[i]
-                           << " (want " << mx << ")");
+                           << " (want " << mx << "), via f16 " << v[i] << " (want " << viaHalf << ")");
   }
   CHECK(bad == 0);
 }
