@@ -302,3 +302,79 @@ TEST_CASE("GPU fp8 tensor-core matmul (scaled_matmul) matches fp64", "[gpu][floa
       CHECK(err < 1e-3);
     }
 }
+
+namespace {
+const char *kOrdered = R"(
+@kernel
+def ordered(X: *F8, S: *F8, M: *F8, A: *i32, C: *f32, BLOCK: constexpr = 64,
+            F8: constexpr = f8e4m3):
+    r = arange(0, BLOCK)
+    x = load(X + r)
+    store(S + r, sort(x, descending=True))
+    store(M, max(x, 0))
+    store(M + 1, min(x, 0))
+    store(A, argmax(x, 0))
+    store(C + r, cumsum(x, 0))
+)";
+
+// sort, max, min, argmax and cumsum of 64 random finite 8-bit values (they
+// run in f32: exact for all but cumsum's sums) against the host.
+void checkOrdered(Context &ctx, const Format &f, std::mt19937 &rng) {
+  Kernel k = compileString(ctx, kOrdered, "ordered.tile", "ordered", {{"F8", *parseDType(f.name)}});
+  std::vector<uint8_t> x;
+  while (x.size() < 64) {
+    uint8_t c = uint8_t(rng());
+    if (std::isfinite(f.decode(c)))
+      x.push_back(c);
+  }
+  auto xd = ctx.upload(x);
+  auto sd = ctx.alloc<uint8_t>(64), md = ctx.alloc<uint8_t>(2);
+  auto ad = ctx.alloc<int32_t>(1);
+  auto cd = ctx.alloc<float>(64);
+  std::vector<ArgValue> args = makeArgs(xd.ptr(), sd.ptr(), md.ptr(), ad.ptr(), cd.ptr());
+  for (size_t p : {0, 1, 2})
+    args[p].type = k.signature().params[p].type;
+  k.launchWithArgs(ctx.stream(), Grid{1}, args);
+  ctx.synchronize();
+  auto s = sd.toHost();
+  auto m = md.toHost();
+  auto c = cd.toHost();
+  std::vector<float> v;
+  for (uint8_t b : x)
+    v.push_back(f.decode(b));
+  std::vector<float> sorted = v;
+  std::stable_sort(sorted.begin(), sorted.end(), [](float p, float q) { return p > q; });
+  INFO(f.name);
+  for (size_t i = 0; i < 64; ++i)
+    CHECK(f.decode(s[i]) == sorted[i]);
+  CHECK(f.decode(m[0]) == sorted.front());
+  CHECK(f.decode(m[1]) == sorted.back());
+  CHECK(v[size_t(ad.toHost()[0])] == sorted.front());
+  CHECK(size_t(ad.toHost()[0]) == size_t(std::find(v.begin(), v.end(), sorted.front()) - v.begin()));
+  double run = 0, scale = 0, err = 0;
+  for (size_t i = 0; i < 64; ++i) {
+    run += v[i];
+    scale = std::max(scale, std::fabs(run));
+    err = std::max(err, std::fabs(double(c[i]) - run));
+  }
+  CHECK(err <= 1e-6 * scale);
+}
+} // namespace
+
+TEST_CASE("8-bit float sort, max, min, argmax and cumsum (in f32)", "[float8][interp]") {
+  Seeded rng;
+  INFO("seed " << rng.seed);
+  Context ctx(createInterpreterBackend());
+  for (const Format *f : {&kE4M3, &kE5M2})
+    checkOrdered(ctx, *f, rng.rng);
+}
+
+TEST_CASE("GPU 8-bit float sort, max, min, argmax and cumsum", "[gpu][float8]") {
+  std::unique_ptr<Context> ctx = tessera::testing::gpuOrSkip();
+  if (!ctx)
+    return;
+  Seeded rng;
+  INFO("seed " << rng.seed);
+  for (const Format *f : {&kE4M3, &kE5M2})
+    checkOrdered(*ctx, *f, rng.rng);
+}

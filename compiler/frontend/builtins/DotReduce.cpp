@@ -185,6 +185,16 @@ SemValue BuiltinCall::onReduce() {
     axis = *ax;
   }
   DType et = x.type.elem;
+  // 8-bit floats compare in f32 (exact, order-preserving); max/min round
+  // back exactly, and sum widens like the other small types below.
+  DType float8;
+  if (isFloat8(et.scalar) && name != "sum") {
+    float8 = et;
+    et = DType{ScalarType::f32, 0};
+    x = castTo(x, et, L);
+    if (!x.ok())
+      return x;
+  }
   bool fp = isFloat(et.scalar), uns = isUnsigned(et.scalar);
   if (name == "sum") { // small types accumulate in 32 bits, as users expect
     DType acc = et;
@@ -275,6 +285,8 @@ SemValue BuiltinCall::onReduce() {
   }
   SemValue result = SemValue::ofRuntime(red.getResult(isArg ? 1 : 0),
                                         TileType{isArg ? DType{ScalarType::i32, 0} : et, rshape});
+  if (!isArg && isFloat8(float8.scalar))
+    result = castTo(result, float8, L);
   if (keep) {
     std::vector<int64_t> kshape = all ? std::vector<int64_t>(origShape.size(), 1) : origShape;
     if (!all)
@@ -292,6 +304,12 @@ SemValue BuiltinCall::onReduce() {
 // elements (or two tuples of elements, one per input tile) in, one out.
 bool BuiltinCall::userCombine(mlir::Region &region, const std::vector<SemValue> &ins,
                               const Arg &fn) {
+  for (const SemValue &v : ins)
+    if (isFloat8(v.type.elem.scalar)) {
+      fail(L, name + "() with a combine_fn takes no 8-bit floats (" + v.type.elem.str() +
+                  "); convert the input with .to(f32)");
+      return false;
+    }
   mlir::Block *body = new mlir::Block();
   region.push_back(body);
   for (int side = 0; side < 2; ++side)

@@ -25,10 +25,16 @@ std::optional<std::pair<SemValue, SemValue>> BuiltinCall::sortOf(const SemValue 
     axis = *ax;
   }
   TileType idxT{{ScalarType::i32, 0}, x.type.shape};
-  auto op = tile::SortOp::create(b_, ml, x.value.getType(), toMlir(idxT), x.value, int32_t(axis),
-                                 descending, isUnsigned(x.type.elem.scalar));
-  return std::make_pair(SemValue::ofRuntime(op.getSorted(), x.type),
-                        SemValue::ofRuntime(op.getIndices(), idxT));
+  // 8-bit floats sort as f32 (exact and order-preserving), then round back exactly.
+  SemValue keys = isFloat8(x.type.elem.scalar) ? castTo(x, DType{ScalarType::f32, 0}, L) : x;
+  if (!keys.ok())
+    return std::nullopt;
+  auto op = tile::SortOp::create(b_, ml, keys.value.getType(), toMlir(idxT), keys.value,
+                                 int32_t(axis), descending, isUnsigned(x.type.elem.scalar));
+  SemValue sorted = SemValue::ofRuntime(op.getSorted(), keys.type);
+  if (keys.type.elem != x.type.elem)
+    sorted = castTo(sorted, x.type.elem, L);
+  return std::make_pair(sorted, SemValue::ofRuntime(op.getIndices(), idxT));
 }
 
 // sort(x, dim=None, descending=False) and argsort(x, dim=None, descending=False).
