@@ -61,20 +61,26 @@ inline float float8ToFloat(uint8_t b, int mbits, int ebits) {
 }
 } // namespace detail
 
-struct f8e4m3 {
+namespace detail {
+/// What both 8-bit types share: the bits, and the conversions of `Self`.
+template <class Self> struct Float8Bits {
   uint8_t bits = 0;
-
-  f8e4m3() = default;
-  explicit f8e4m3(float value) : bits(fromFloat(value)) {}
-  static f8e4m3 fromBits(uint8_t b) {
-    f8e4m3 h;
+  static Self fromBits(uint8_t b) {
+    Self h;
     h.bits = b;
     return h;
   }
-  float toFloat() const { return toFloat(bits); }
+  float toFloat() const { return Self::toFloat(bits); }
   explicit operator float() const { return toFloat(); }
-  bool operator==(const f8e4m3 &o) const { return bits == o.bits; }
-  bool operator!=(const f8e4m3 &o) const { return bits != o.bits; }
+  bool operator==(const Self &o) const { return bits == o.bits; }
+  bool operator!=(const Self &o) const { return bits != o.bits; }
+};
+} // namespace detail
+
+struct f8e4m3 : detail::Float8Bits<f8e4m3> {
+  f8e4m3() = default;
+  explicit f8e4m3(float value) { bits = fromFloat(value); }
+  using Float8Bits::toFloat;
 
   static constexpr float kMax = 448.0f;
   static uint8_t fromFloat(float value) { return detail::floatToFloat8(value, 3, 4, 0x7e); }
@@ -85,20 +91,10 @@ struct f8e4m3 {
   }
 };
 
-struct f8e5m2 {
-  uint8_t bits = 0;
-
+struct f8e5m2 : detail::Float8Bits<f8e5m2> {
   f8e5m2() = default;
-  explicit f8e5m2(float value) : bits(fromFloat(value)) {}
-  static f8e5m2 fromBits(uint8_t b) {
-    f8e5m2 h;
-    h.bits = b;
-    return h;
-  }
-  float toFloat() const { return toFloat(bits); }
-  explicit operator float() const { return toFloat(); }
-  bool operator==(const f8e5m2 &o) const { return bits == o.bits; }
-  bool operator!=(const f8e5m2 &o) const { return bits != o.bits; }
+  explicit f8e5m2(float value) { bits = fromFloat(value); }
+  using Float8Bits::toFloat;
 
   static constexpr float kMax = 57344.0f;
   static uint8_t fromFloat(float value) { return detail::floatToFloat8(value, 2, 5, 0x7b); }
