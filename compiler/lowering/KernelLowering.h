@@ -315,11 +315,11 @@ public:
   /// no memory.
   Value maskedLoad(Type et, Value ptr, Value mask, Value other, bool isVolatile, Location loc) {
     if (!mask)
-      return LLVM::LoadOp::create(b_, loc, et, ptr, byteWidth(et), isVolatile);
+      return globalLoad(et, ptr, byteWidth(et), isVolatile, loc);
     auto ifOp = scf::IfOp::create(b_, loc, TypeRange{et}, mask, true, true);
     OpBuilder::InsertionGuard g(b_);
     b_.setInsertionPointToStart(ifOp.thenBlock());
-    Value v = LLVM::LoadOp::create(b_, loc, et, ptr, byteWidth(et), isVolatile);
+    Value v = globalLoad(et, ptr, byteWidth(et), isVolatile, loc);
     scf::YieldOp::create(b_, loc, v);
     b_.setInsertionPointToStart(ifOp.elseBlock());
     Value o = other ? other : Value(arith::ConstantOp::create(b_, loc, b_.getZeroAttr(et)));
@@ -331,14 +331,35 @@ public:
   void maskedStore(Value val, Value ptr, Value mask, Location loc) {
     int64_t align = byteWidth(val.getType());
     if (!mask) {
-      LLVM::StoreOp::create(b_, loc, val, ptr, align);
+      globalStore(val, ptr, align, loc);
       return;
     }
     auto ifOp = makeIf(mask, false, loc);
     OpBuilder::InsertionGuard g(b_);
     b_.setInsertionPointToStart(ifOp.thenBlock());
-    LLVM::StoreOp::create(b_, loc, val, ptr, align);
+    globalStore(val, ptr, align, loc);
   }
+  /// The cache operator (".cg", ...) and L2 eviction policy ("evict_last",
+  /// ...) of the tile.load or tile.store being lowered; empty: none.
+  struct MemoryHints {
+    std::string cop, evict;
+    bool any() const { return !cop.empty() || !evict.empty(); }
+  };
+  /// Sets the hints for the duration of one load's or store's lowering.
+  struct ScopedMemoryHints {
+    ScopedMemoryHints(KernelLowering &kl, std::optional<StringRef> cop, std::optional<StringRef> evict)
+        : kl_(kl), saved_(kl.hints_) {
+      kl.hints_ = MemoryHints{cop ? cop->str() : "", evict ? evict->str() : ""};
+    }
+    ~ScopedMemoryHints() { kl_.hints_ = saved_; }
+    KernelLowering &kl_;
+    MemoryHints saved_;
+  };
+  /// A load (store) of one register of `t` from (to) global memory: an LLVM
+  /// load (store) without hints, else inline PTX with the cache operator and
+  /// an L2::cache_hint policy (MemoryHints.cpp). A volatile load keeps none.
+  Value globalLoad(Type t, Value ptr, int64_t align, bool isVolatile, Location loc);
+  void globalStore(Value v, Value ptr, int64_t align, Location loc);
   /// scf.if without results, with a terminator in every block it has.
   scf::IfOp makeIf(Value cond, bool withElse, Location loc) {
     auto ifOp = scf::IfOp::create(b_, loc, TypeRange{}, cond, true, withElse);
@@ -590,6 +611,9 @@ private:
   bool canonicalCoords(Value v, ArrayRef<Value> c, SmallVector<Value> &out);
   Location errorLoc_;
   std::string error_;
+  MemoryHints hints_;
+  std::map<std::string, Value> l2Policies_; // createpolicy results at the entry, by policy
+  Value l2Policy(const std::string &evict);
 };
 
 } // namespace tessera::lowering::detail

@@ -110,7 +110,7 @@ bool KernelLowering::lowerStoreThroughSmem(tile::StoreOp op, const Layout &mmaLa
       masks.push_back(atSlot(op.getMask(), bl, s0 + v, loc));
     Value all = vectorGuard(masks, ptr, 16, plan.aligned, loc);
     if (!all) {
-      LLVM::StoreOp::create(b_, loc, vec, ptr, 16);
+      globalStore(vec, ptr, 16, loc);
       continue;
     }
     auto ifOp = makeIf(all, true, loc);

@@ -918,6 +918,7 @@ bool KernelLowering::lowerGather(tile::GatherOp op) {
 
 bool KernelLowering::lowerLoad(tile::LoadOp op) {
   Location loc = op.getLoc();
+  ScopedMemoryHints hints(*this, op.getCacheModifier(), op.getEvictionPolicy());
   Type et = convertElem(getElementTypeOrSelf(op.getType()));
   if (et.isInteger(1))
     return fail(op, "loads of i1 are not supported; store booleans as i8");
@@ -972,8 +973,7 @@ bool KernelLowering::lowerLoad(tile::LoadOp op) {
     SmallVector<Value> lanes;
     for (int64_t k = 0; k < nslots / lay.vec; ++k) {
       if (bytes || asInteger) {
-        Value w = LLVM::LoadOp::create(b_, loc, wide, ptrs[k * lay.vec], lay.vec * eb,
-                                       op.getIsVolatile());
+        Value w = globalLoad(wide, ptrs[k * lay.vec], lay.vec * eb, op.getIsVolatile(), loc);
         for (int64_t v = 0; v < lay.vec; ++v) {
           Value sh = arith::ShRUIOp::create(
               b_, loc, w, arith::ConstantOp::create(b_, loc, b_.getIntegerAttr(wide, 8 * eb * v)));
@@ -982,8 +982,7 @@ bool KernelLowering::lowerLoad(tile::LoadOp op) {
         }
         continue;
       }
-      Value vec = LLVM::LoadOp::create(b_, loc, vt, ptrs[k * lay.vec], lay.vec * eb,
-                                       op.getIsVolatile());
+      Value vec = globalLoad(vt, ptrs[k * lay.vec], lay.vec * eb, op.getIsVolatile(), loc);
       for (int64_t v = 0; v < lay.vec; ++v)
         lanes.push_back(LLVM::ExtractElementOp::create(b_, loc, vec, i32c(v, loc)));
     }
@@ -1021,6 +1020,7 @@ bool KernelLowering::lowerLoad(tile::LoadOp op) {
 
 bool KernelLowering::lowerStore(tile::StoreOp op) {
   Location loc = op.getLoc();
+  ScopedMemoryHints hints(*this, op.getCacheModifier(), op.getEvictionPolicy());
   Type et = convertElem(getElementTypeOrSelf(op.getValue().getType()));
   if (et.isInteger(1))
     return fail(op, "stores of i1 are not supported; store booleans as i8");
@@ -1054,7 +1054,7 @@ bool KernelLowering::lowerStore(tile::StoreOp op) {
       Value vec = LLVM::PoisonOp::create(b_, loc, vt);
       for (int64_t v = 0; v < lay.vec; ++v)
         vec = LLVM::InsertElementOp::create(b_, loc, vec, vals[v], i32c(v, loc));
-      LLVM::StoreOp::create(b_, loc, vec, ptrs[0], lay.vec * eb);
+      globalStore(vec, ptrs[0], lay.vec * eb, loc);
     };
     guardedVector(masks, ptrs[0], lay.vec * eb, plan.aligned, lay.vec, vecStore,
                   [&](int64_t v) { maskedStore(vals[v], ptrs[v], masks[v], loc); }, loc);

@@ -160,7 +160,24 @@ LogicalResult AddPtrOp::verify() {
   return success();
 }
 
+/// The cache operator and eviction policy of a load or store, against the
+/// values PTX has for it.
+static LogicalResult verifyMemoryHints(Operation *op, std::optional<StringRef> cop,
+                                       std::optional<StringRef> evict, bool isLoad) {
+  static const char *const loadOps[] = {".ca", ".cg", ".cv"};
+  static const char *const storeOps[] = {".wb", ".cg", ".cs", ".wt"};
+  if (cop && !llvm::is_contained(isLoad ? ArrayRef<const char *>(loadOps) : ArrayRef<const char *>(storeOps), *cop))
+    return op->emitOpError("cache modifier '") << *cop << "' is not one of "
+           << (isLoad ? "\".ca\", \".cg\", \".cv\"" : "\".wb\", \".cg\", \".cs\", \".wt\"");
+  if (evict && *evict != "evict_first" && *evict != "evict_last" && *evict != "evict_normal")
+    return op->emitOpError("eviction policy '") << *evict
+           << "' is not one of \"evict_first\", \"evict_last\", \"evict_normal\"";
+  return success();
+}
+
 LogicalResult LoadOp::verify() {
+  if (failed(verifyMemoryHints(*this, getCacheModifier(), getEvictionPolicy(), true)))
+    return failure();
   Type pointee = pointeeOf(getPtr().getType());
   if (!pointee)
     return emitOpError("expects a pointer or a tile of pointers");
@@ -183,6 +200,8 @@ LogicalResult LoadOp::verify() {
 }
 
 LogicalResult StoreOp::verify() {
+  if (failed(verifyMemoryHints(*this, getCacheModifier(), getEvictionPolicy(), false)))
+    return failure();
   Type pointee = pointeeOf(getPtr().getType());
   if (!pointee)
     return emitOpError("expects a pointer or a tile of pointers");

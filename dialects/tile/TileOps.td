@@ -117,8 +117,12 @@ def Tile_AddPtrOp : Tile_Op<"addptr", [Pure, AllTypesMatch<["ptr", "result"]>]> 
 
 def Tile_LoadOp : Tile_Op<"load", [AttrSizedOperandSegments]> {
   let summary = "gather from global memory, with an optional mask and fill value";
+  // cacheModifier: ".ca", ".cg" or ".cv" (PTX's ld cache operators);
+  // evictionPolicy: "evict_first", "evict_last" or "evict_normal" (an L2
+  // cache-eviction priority). Hints only: the values loaded are the same.
   let arguments = (ins AnyType:$ptr, Optional<AnyType>:$mask, Optional<AnyType>:$other,
-                       UnitAttr:$isVolatile);
+                       UnitAttr:$isVolatile, OptionalAttr<StrAttr>:$cacheModifier,
+                       OptionalAttr<StrAttr>:$evictionPolicy);
   let results = (outs AnyType:$result);
   let assemblyFormat = [{
     $ptr (`mask` $mask^)? (`other` $other^)? attr-dict `:` type($ptr) `->` type($result)
@@ -129,7 +133,10 @@ def Tile_LoadOp : Tile_Op<"load", [AttrSizedOperandSegments]> {
 
 def Tile_StoreOp : Tile_Op<"store"> {
   let summary = "scatter to global memory, with an optional mask";
-  let arguments = (ins AnyType:$ptr, AnyType:$value, Optional<AnyType>:$mask);
+  // cacheModifier: ".wb", ".cg", ".cs" or ".wt" (PTX's st cache operators);
+  // evictionPolicy as for loads.
+  let arguments = (ins AnyType:$ptr, AnyType:$value, Optional<AnyType>:$mask,
+                       OptionalAttr<StrAttr>:$cacheModifier, OptionalAttr<StrAttr>:$evictionPolicy);
   let assemblyFormat = [{
     $ptr `,` $value (`mask` $mask^)? attr-dict `:` type($ptr) `,` type($value) (`,` type($mask)^)?
   }];

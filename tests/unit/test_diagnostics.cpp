@@ -548,9 +548,9 @@ TEST_CASE("diagnostics: builtin argument binding", "[diagnostics][builtins]") {
   // Too many.
   CHECK(errorsOf(R"SRC(@kernel
 def k(X: *f32):
-    x = load(X, None, 0.0, False, 1)
-)SRC") == err(3, 35, "load() takes 1 to 4 arguments but 5 were given",
-              "    x = load(X, None, 0.0, False, 1)"));
+    x = load(X, None, 0.0, False, "", "", 1)
+)SRC") == err(3, 43, "load() takes 1 to 6 arguments but 7 were given",
+              "    x = load(X, None, 0.0, False, \"\", \"\", 1)"));
   // Missing a required one.
   CHECK(errorsOf(R"SRC(@kernel
 def k(X: *f32):

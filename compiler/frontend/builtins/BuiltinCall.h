@@ -70,6 +70,7 @@ public:
   SemValue onLoad();
   SemValue onStore();
   SemValue onAtomicRMW(); // atomic_add, _max, _min, _and, _or, _xor, _xchg
+  bool memoryHints(size_t first, bool isLoad, mlir::StringAttr &cop, mlir::StringAttr &evict);
   bool atomicOrdering(size_t first, tile::MemSem &sem, tile::MemScope &scope);
   bool userCombine(mlir::Region &region, const std::vector<SemValue> &ins, const Arg &fn);
   SemValue onInlineAsm(); // Misc.cpp

@@ -10,8 +10,43 @@ namespace tile = tessera::tile;
 
 namespace tessera::fe::builtins {
 
+// cache_modifier= and eviction_policy= of a load or store (Triton's names
+// and values), at a[first] and a[first + 1]: a null attribute when absent or
+// "", else the string, checked against PTX's operators.
+bool BuiltinCall::memoryHints(size_t first, bool isLoad, StringAttr &cop, StringAttr &evict) {
+  const Arg &c = a[first], &e = a[first + 1];
+  for (const Arg *arg : {&c, &e})
+    if (arg->present && arg->value.kind != SemValue::Str) {
+      fail(arg->loc, name + "() " + (arg == &c ? "cache_modifier" : "eviction_policy") +
+                         " must be a string");
+      return false;
+    }
+  std::string cs = c.present ? c.value.s : "", es = e.present ? e.value.s : "";
+  static const std::vector<std::string> loadOps{".ca", ".cg", ".cv"},
+      storeOps{".wb", ".cg", ".cs", ".wt"}, policies{"evict_first", "evict_last", "evict_normal"};
+  const std::vector<std::string> &ops = isLoad ? loadOps : storeOps;
+  if (!cs.empty() && std::find(ops.begin(), ops.end(), cs) == ops.end()) {
+    fail(c.loc, name + "() cache_modifier must be " +
+                    (isLoad ? "\".ca\", \".cg\" or \".cv\"" : "\".wb\", \".cg\", \".cs\" or \".wt\"") +
+                    " (or \"\"), got \"" + cs + "\"");
+    return false;
+  }
+  if (!es.empty() && std::find(policies.begin(), policies.end(), es) == policies.end()) {
+    fail(e.loc, name + "() eviction_policy must be \"evict_first\", \"evict_last\" or "
+                       "\"evict_normal\" (or \"\"), got \"" + es + "\"");
+    return false;
+  }
+  cop = cs.empty() ? StringAttr() : b_.getStringAttr(cs);
+  evict = es.empty() ? StringAttr() : b_.getStringAttr(es);
+  return true;
+}
+
 SemValue BuiltinCall::onLoad() {
-  if (!bind({{"ptr", "mask", "other", "volatile"}, 1}) || !pointerArg(a[0]))
+  if (!bind({{"ptr", "mask", "other", "volatile", "cache_modifier", "eviction_policy"}, 1}) ||
+      !pointerArg(a[0]))
+    return SemValue::invalid();
+  StringAttr cop, evict;
+  if (!memoryHints(4, true, cop, evict))
     return SemValue::invalid();
   SemValue ptr = a[0].value, mask, other;
   std::vector<SemValue *> vals{&ptr};
@@ -38,12 +73,15 @@ SemValue BuiltinCall::onLoad() {
     return SemValue::invalid();
   TileType t{ptr.type.elem.pointee(), ptr.type.shape};
   auto op = tile::LoadOp::create(b_, ml, toMlir(t), ptr.value, mask.ok() ? mask.value : Value(),
-                                 other.ok() ? other.value : Value(), isVolatile);
+                                 other.ok() ? other.value : Value(), isVolatile, cop, evict);
   return SemValue::ofRuntime(op.getResult(), t);
 }
 
 SemValue BuiltinCall::onStore() {
-  if (!bind({{"ptr", "value", "mask"}, 2}) || !pointerArg(a[0]))
+  if (!bind({{"ptr", "value", "mask", "cache_modifier", "eviction_policy"}, 2}) || !pointerArg(a[0]))
+    return SemValue::invalid();
+  StringAttr cop, evict;
+  if (!memoryHints(3, false, cop, evict))
     return SemValue::invalid();
   SemValue ptr = a[0].value, mask;
   SemValue value = castTo(a[1].value, ptr.type.elem.pointee(), a[1].loc);
@@ -51,7 +89,7 @@ SemValue BuiltinCall::onStore() {
     return value;
   if (!broadcastWithMask({&ptr, &value}, a[2], mask))
     return SemValue::invalid();
-  tile::StoreOp::create(b_, ml, ptr.value, value.value, mask.ok() ? mask.value : Value());
+  tile::StoreOp::create(b_, ml, ptr.value, value.value, mask.ok() ? mask.value : Value(), cop, evict);
   return SemValue::none();
 }
 

@@ -57,6 +57,22 @@ func.func @load_bad_result(%p: tensor<64x!tile.ptr<f32>>) {
 
 // -----
 
+func.func @load_bad_cache_modifier(%p: tensor<64x!tile.ptr<f32>>) {
+  // expected-error @+1 {{cache modifier '.cs' is not one of ".ca", ".cg", ".cv"}}
+  %x = tile.load %p {cacheModifier = ".cs"} : tensor<64x!tile.ptr<f32>> -> tensor<64xf32>
+  return
+}
+
+// -----
+
+func.func @store_bad_eviction_policy(%p: tensor<64x!tile.ptr<f32>>, %v: tensor<64xf32>) {
+  // expected-error @+1 {{eviction policy 'evict_soon' is not one of "evict_first", "evict_last", "evict_normal"}}
+  tile.store %p, %v {evictionPolicy = "evict_soon"} : tensor<64x!tile.ptr<f32>>, tensor<64xf32>
+  return
+}
+
+// -----
+
 func.func @store_bad_value(%p: tensor<64x!tile.ptr<f32>>, %v: tensor<64xi32>) {
   // expected-error @+1 {{value type 'tensor<64xi32>' does not match the pointer type}}
   tile.store %p, %v : tensor<64x!tile.ptr<f32>>, tensor<64xi32>
