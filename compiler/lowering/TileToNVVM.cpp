@@ -1073,32 +1073,89 @@ bool KernelLowering::lowerInlineAsm(tile::InlineAsmOp op) {
   Location loc = op.getLoc();
   auto rt = dyn_cast<RankedTensorType>(op.getResult().getType());
   Type et = convertElem(getElementTypeOrSelf(op.getResult().getType()));
-  auto emit = [&](SmallVector<Value> operands) -> Value {
-    return LLVM::InlineAsmOp::create(b_, loc, et, operands, op.getText(), op.getConstraints(),
-                                     /*has_side_effects=*/!op.getPure(), /*is_align_stack=*/false,
-                                     LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
-                                     ArrayAttr())
-        .getResult(0);
+  const int64_t P = op.getPack();
+  Type i32 = b_.getI32Type();
+  auto bitsOf = [](Type t) -> int64_t { return isa<LLVM::LLVMPointerType>(t) ? 64 : t.getIntOrFloatBitWidth(); };
+  // P elements of one type as the asm's registers: narrower than 32 bits,
+  // packed into i32s from the low bits up; else one register each.
+  auto packRegs = [&](ArrayRef<Value> elems) -> SmallVector<Value> {
+    Type t = elems[0].getType();
+    int64_t bits = bitsOf(t);
+    if (bits >= 32)
+      return SmallVector<Value>(elems);
+    int64_t per = 32 / bits;
+    auto vt = VectorType::get({per}, t);
+    SmallVector<Value> regs;
+    for (int64_t r = 0; r < int64_t(elems.size()) / per; ++r) {
+      Value vec = LLVM::PoisonOp::create(b_, loc, vt);
+      for (int64_t k = 0; k < per; ++k)
+        vec = LLVM::InsertElementOp::create(b_, loc, vec, elems[size_t(r * per + k)], i32c(k, loc));
+      regs.push_back(LLVM::BitcastOp::create(b_, loc, i32, vec));
+    }
+    return regs;
   };
-  if (!rt) {
+  int64_t resBits = bitsOf(et), perOut = resBits < 32 ? 32 / resBits : 1;
+  Type regTy = resBits < 32 ? i32 : et;
+  int64_t outRegs = P / perOut;
+  // One asm over P elements (`elems[a]` holds argument a's P values): its P results.
+  auto emit = [&](ArrayRef<SmallVector<Value>> elems) -> SmallVector<Value> {
     SmallVector<Value> operands;
-    for (Value a : op.getArgs())
-      operands.push_back(scalarOf(a));
+    for (const SmallVector<Value> &e : elems)
+      for (Value r : P > 1 ? packRegs(e) : e)
+        operands.push_back(r);
+    Type res = outRegs == 1 ? regTy
+                            : LLVM::LLVMStructType::getLiteral(b_.getContext(), SmallVector<Type>(outRegs, regTy));
+    if (P == 1)
+      res = et;
+    Value out = LLVM::InlineAsmOp::create(b_, loc, res, operands, op.getText(), op.getConstraints(),
+                                          /*has_side_effects=*/!op.getPure(), /*is_align_stack=*/false,
+                                          LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
+                                          ArrayAttr())
+                    .getResult(0);
+    if (P == 1)
+      return {out};
+    SmallVector<Value> vals;
+    for (int64_t r = 0; r < outRegs; ++r) {
+      Value reg = outRegs == 1 ? out : Value(LLVM::ExtractValueOp::create(b_, loc, out, ArrayRef<int64_t>{r}));
+      if (perOut == 1) {
+        vals.push_back(reg);
+        continue;
+      }
+      Value vec = LLVM::BitcastOp::create(b_, loc, VectorType::get({perOut}, et), reg);
+      for (int64_t k = 0; k < perOut; ++k)
+        vals.push_back(LLVM::ExtractElementOp::create(b_, loc, vec, i32c(k, loc)));
+    }
+    return vals;
+  };
+  // Every element the thread holds (a scalar: one), in groups of P; the
+  // last group is padded with poison lanes whose results are dropped.
+  Layout lay = rt ? layoutOf(rt) : Layout();
+  int64_t n = rt ? lay.slots() : 1;
+  SmallVector<Value> results;
+  for (int64_t g = 0; g < n; g += P) {
+    SmallVector<SmallVector<Value>> elems;
+    for (Value a : op.getArgs()) {
+      SmallVector<Value> e;
+      for (int64_t s = g; s < g + P; ++s) {
+        if (s < n)
+          e.push_back(!rt ? scalarOf(a) : isa<RankedTensorType>(a.getType()) ? atSlot(a, lay, s, loc) : scalarOf(a));
+        else
+          e.push_back(LLVM::PoisonOp::create(b_, loc, e[0].getType()));
+      }
+      elems.push_back(e);
+    }
+    SmallVector<Value> out = emit(elems);
+    for (int64_t k = 0; k < P && g + k < n; ++k)
+      results.push_back(out[size_t(k)]);
+  }
+  if (!rt) {
     Lowered l;
     l.kind = Lowered::Scalar;
-    l.scalar = emit(operands);
+    l.scalar = results[0];
     vals_[op.getResult()] = l;
     return true;
   }
-  Layout lay = layoutOf(rt);
-  SmallVector<Value> regs;
-  for (int64_t s = 0; s < lay.slots(); ++s) {
-    SmallVector<Value> operands;
-    for (Value a : op.getArgs())
-      operands.push_back(isa<RankedTensorType>(a.getType()) ? atSlot(a, lay, s, loc) : scalarOf(a));
-    regs.push_back(emit(operands));
-  }
-  bindDist(op.getResult(), regs);
+  bindDist(op.getResult(), results);
   return true;
 }
 

@@ -276,9 +276,14 @@ def Tile_InlineAsmOp : Tile_Op<"inline_asm"> {
     the PTX `text` runs with that element of each tile operand, under LLVM-style
     `constraints` (the output first: "=r,r,r"). `pure` lets the compiler drop
     or merge it; otherwise it has side effects. GPU only: the interpreter
-    cannot run PTX.
+    cannot run PTX. With `pack` P > 1 one asm takes P elements: an operand
+    or result narrower than 32 bits comes as P * bits / 32 registers of
+    32 bits (the elements packed from the low bits up), a wider one as P
+    registers; the P elements are any P of a thread's (elementwise, so the
+    grouping does not matter).
   }];
-  let arguments = (ins Variadic<AnyType>:$args, StrAttr:$text, StrAttr:$constraints, BoolAttr:$pure);
+  let arguments = (ins Variadic<AnyType>:$args, StrAttr:$text, StrAttr:$constraints, BoolAttr:$pure,
+                       DefaultValuedAttr<I64Attr, "1">:$pack);
   let results = (outs AnyType:$result);
   let assemblyFormat = "`(` $args `)` $text `,` $constraints attr-dict `:` functional-type($args, $result)";
 }

@@ -1,5 +1,6 @@
-// inline_asm_elementwise (Triton's, pack=1): the PTX once per element in the
-// generated code for sm_80 and sm_90a; a clear error from the interpreter,
+// inline_asm_elementwise (Triton's): the PTX once per element in the
+// generated code for sm_80 and sm_90a, once per `pack` elements with narrow
+// types packed into 32-bit registers; a clear error from the interpreter,
 // which cannot run PTX; diagnostics for bad arguments; and on the GPU (skipped
 // visibly without one) the results against C++.
 #include "GpuTestSupport.h"
@@ -29,6 +30,21 @@ def asm_ops(X: *i32, Y: *i32, Z: *f32, n: i32):
     store(Z + r, f)
 )";
 
+// pack=4: four i8 in one register, four f32 results (Triton's documented
+// example); pack=2: two f16 per register, as f16x2 arithmetic.
+const char *kPacked = R"(
+@kernel
+def asm_packed(X: *i8, F: *f32, A: *f16, B: *f16, S: *f16):
+    r = arange(0, 512)
+    x = load(X + r)
+    f = inline_asm_elementwise("{ .reg .b8 a<4>; mov.b32 {a0, a1, a2, a3}, $4; cvt.rn.f32.s8 $0, a0; cvt.rn.f32.s8 $1, a1; cvt.rn.f32.s8 $2, a2; cvt.rn.f32.s8 $3, a3; }",
+                               "=f,=f,=f,=f,r", x, f32, True, 4)
+    store(F + r, f)
+    s = inline_asm_elementwise("add.rn.f16x2 $0, $1, $2;", "=r,r,r", [load(A + r), load(B + r)],
+                               f16, True, 2)
+    store(S + r, s)
+)";
+
 size_t count(const std::string &s, const std::string &what) {
   size_t n = 0;
   for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1))
@@ -48,6 +64,19 @@ TEST_CASE("inline_asm_elementwise: the PTX once per element", "[language][asm]")
     // 256 elements over 128 threads: two of each a thread.
     CHECK(count(r.ptx, "shf.l.wrap.b32") == 2);
     CHECK(count(r.ptx, "cvt.rn.f32.s32") == 2);
+  }
+}
+
+TEST_CASE("inline_asm_elementwise with pack: once per pack elements", "[language][asm]") {
+  for (const char *arch : {"sm_80", "sm_90a"}) {
+    CompileOptions o;
+    o.target = *Target::parse(arch);
+    CompileResult r = compileSource(kPacked, "asm.tile", "asm_packed", o, Stage::PTX);
+    INFO(arch << "\n" << r.diagnostics);
+    REQUIRE(r.ok);
+    // 512 elements over 128 threads: 4 a thread, one packed asm of each.
+    CHECK(count(r.ptx, "cvt.rn.f32.s8") == 4);
+    CHECK(count(r.ptx, "add.rn.f16x2") == 2);
   }
 }
 
@@ -73,8 +102,11 @@ TEST_CASE("inline_asm_elementwise: bad arguments are diagnostics", "[language][a
     CHECK_FALSE(r.ok);
     return r.diagnostics;
   };
-  CHECK(diag("    y = inline_asm_elementwise(\"mov.b32 $0, $1;\", \"=r,r\", x, i32, True, 4)\n")
-            .find("supports pack=1 only (one element per asm), got 4") != std::string::npos);
+  CHECK(diag("    y = inline_asm_elementwise(\"mov.b32 $0, $1;\", \"=r,r\", x, i32, True, 3)\n")
+            .find("pack must be a power of two from 1 to 16, got 3") != std::string::npos);
+  CHECK(diag("    y = inline_asm_elementwise(\"mov.b32 $0, $1;\", \"=r,r\", x.to(i8), i8, True, 2)\n")
+            .find("pack=2 packs i8 elements into 32-bit registers: pack * 8 bits must be a multiple "
+                  "of 32") != std::string::npos);
   CHECK(diag("    y = inline_asm_elementwise(3, \"=r,r\", x, i32)\n").find("asm must be a string") !=
         std::string::npos);
 }
@@ -100,6 +132,38 @@ TEST_CASE("GPU inline_asm_elementwise matches C++", "[gpu][language][asm]") {
     uint32_t u = uint32_t(x[i]);
     wrong += uint32_t(y[i]) != ((u << 5) | (u >> 27));
     wrong += z[i] != float(x[i]);
+  }
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("GPU inline_asm_elementwise with pack matches C++", "[gpu][language][asm]") {
+  auto ctx = gpuOrSkip();
+  if (!ctx)
+    return;
+  Seeded s;
+  INFO("seed " << s.seed);
+  std::vector<int8_t> x(512);
+  std::vector<f16> a(512), b(512);
+  for (auto &v : x)
+    v = int8_t(s.rng());
+  std::uniform_real_distribution<float> u(-8.f, 8.f);
+  for (size_t i = 0; i < 512; ++i) {
+    a[i] = f16(u(s.rng));
+    b[i] = f16(u(s.rng));
+  }
+  Kernel k = compileString(*ctx, kPacked, "asm.tile", "asm_packed");
+  auto dx = ctx->upload(x);
+  auto da = ctx->upload(a), db = ctx->upload(b);
+  auto df = ctx->alloc<float>(512);
+  auto ds = ctx->alloc<f16>(512);
+  k.launch(ctx->stream(), Grid{1}, dx, df, da, db, ds);
+  auto f = df.toHost();
+  auto sum = ds.toHost();
+  size_t wrong = 0;
+  for (size_t i = 0; i < 512; ++i) {
+    wrong += f[i] != float(x[i]);
+    // f16 + f16 rounded once to f16: exactly the f32 sum rounded (it is exact in f32).
+    wrong += sum[i] != f16(float(a[i]) + float(b[i]));
   }
   CHECK(wrong == 0);
 }

@@ -193,8 +193,9 @@ SemValue BuiltinCall::onDevicePrint() {
 namespace tessera::fe::builtins {
 
 // inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack):
-// Triton's, with pack=1 (one element per asm). The arguments broadcast to one
-// shape; the result has `dtype` and that shape. GPU only.
+// Triton's. The arguments broadcast to one shape; the result has `dtype` and
+// that shape. With pack P, one asm handles P elements, narrow types packed
+// into 32-bit registers (tile.inline_asm). GPU only.
 SemValue BuiltinCall::onInlineAsm() {
   if (!bind({{"asm", "constraints", "args", "dtype", "is_pure", "pack"}, 4}))
     return SemValue::invalid();
@@ -208,13 +209,15 @@ SemValue BuiltinCall::onInlineAsm() {
   std::optional<bool> pure = flagArg(a[4], "is_pure", true);
   if (!pure)
     return SemValue::invalid();
+  int64_t packed = 1;
   if (!isNone(a[5])) {
     auto pack = intArg(a[5], fn, "pack");
     if (!pack)
       return SemValue::invalid();
-    if (*pack != 1)
-      return fail(a[5].loc, "inline_asm_elementwise() supports pack=1 only (one element per asm), got " +
+    if (*pack < 1 || *pack > 16 || (*pack & (*pack - 1)))
+      return fail(a[5].loc, "inline_asm_elementwise() pack must be a power of two from 1 to 16, got " +
                                 std::to_string(*pack));
+    packed = *pack;
   }
   std::vector<SemValue> ins = a[2].value.kind == SemValue::Tuple ? a[2].value.elems
                                                                   : std::vector<SemValue>{a[2].value};
@@ -242,7 +245,22 @@ SemValue BuiltinCall::onInlineAsm() {
     operands.push_back(v.value);
   }
   TileType rt{*dt, shape};
-  auto op = tile::InlineAsmOp::create(b_, ml, toMlir(rt), operands, a[0].value.s, a[1].value.s, *pure);
+  // Packed registers hold whole elements: each type's bits times pack must
+  // fill 32-bit registers (or the type be 32 bits or wider).
+  if (packed > 1) {
+    std::vector<DType> types{*dt};
+    for (const SemValue &v : ins)
+      types.push_back(v.type.elem);
+    for (DType t : types) {
+      unsigned bits = t.isPointer() ? 64 : scalarTypeBits(t.scalar);
+      if (bits < 32 && (bits * packed) % 32)
+        return fail(a[5].loc, "inline_asm_elementwise() pack=" + std::to_string(packed) + " packs " +
+                                  t.str() + " elements into 32-bit registers: pack * " +
+                                  std::to_string(bits) + " bits must be a multiple of 32");
+    }
+  }
+  auto op = tile::InlineAsmOp::create(b_, ml, toMlir(rt), operands, a[0].value.s, a[1].value.s, *pure,
+                                      packed);
   return SemValue::ofRuntime(op.getResult(), rt);
 }
 
