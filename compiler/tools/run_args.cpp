@@ -30,8 +30,6 @@ bool parseScalar(const std::string &text, ScalarType t, ArgValue &out) {
     return true;
   }
   char *end = nullptr;
-  if (isFloat8(t)) // no kernel takes an 8-bit float scalar
-    return false;
   if (isFloat(t)) {
     errno = 0;
     double d = std::strtod(text.c_str(), &end);
@@ -40,6 +38,8 @@ bool parseScalar(const std::string &text, ScalarType t, ArgValue &out) {
     switch (t) {
     case ScalarType::f16: out = ArgValue::scalar(f16(float(d))); break;
     case ScalarType::bf16: out = ArgValue::scalar(bf16(float(d))); break;
+    case ScalarType::f8e4m3: out = ArgValue::scalar(f8e4m3(float(d))); break; // buffer fills
+    case ScalarType::f8e5m2: out = ArgValue::scalar(f8e5m2(float(d))); break;
     case ScalarType::f32: out = ArgValue::scalar(float(d)); break;
     default: out = ArgValue::scalar(d); break;
     }
