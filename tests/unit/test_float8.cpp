@@ -215,7 +215,7 @@ namespace {
 // 8-bit values (C f32 here, so only the accumulation is measured).
 double scaledMatmulError(Context &ctx, const Format &fa, const Format &fb, int64_t M, int64_t N,
                          int64_t K, std::mt19937 &rng, const std::map<std::string, ConstexprValue> &cfg,
-                         const JitOptions &jo) {
+                         const JitOptions &jo, bool rowMajorB = false) {
   std::normal_distribution<float> nd(0.f, 1.f);
   std::vector<uint8_t> a(size_t(M * K)), b(size_t(N * K)); // b: column n is K contiguous bytes
   for (auto &x : a)
@@ -228,13 +228,19 @@ double scaledMatmulError(Context &ctx, const Format &fa, const Format &fb, int64
   cx["DB"] = *parseDType(fb.name);
   cx["OUT"] = *parseDType("f32");
   Kernel k = compile(ctx, kernelLibraryPath("basics/scaled_matmul.tile"), "scaled_matmul", cx, jo);
-  auto ad = ctx.upload(a), bd = ctx.upload(b);
+  // Row-major B (K x N, N contiguous): the same values stored transposed.
+  std::vector<uint8_t> stored = b;
+  if (rowMajorB)
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t q = 0; q < K; ++q)
+        stored[size_t(q * N + n)] = b[size_t(n * K + q)];
+  auto ad = ctx.upload(a), bd = ctx.upload(stored);
   auto cd = ctx.alloc<float>(size_t(M * N));
   auto sad = ctx.upload(std::vector<float>{sa}), sbd = ctx.upload(std::vector<float>{sb});
   std::vector<ArgValue> args = makeArgs(
       DevicePtr<uint8_t>{ad.ptr().address}, DevicePtr<uint8_t>{bd.ptr().address}, cd.ptr(),
-      sad.ptr(), sbd.ptr(), int32_t(M), int32_t(N), int32_t(K), int32_t(K), int32_t(1), int32_t(1),
-      int32_t(K), int32_t(N), int32_t(1));
+      sad.ptr(), sbd.ptr(), int32_t(M), int32_t(N), int32_t(K), int32_t(K), int32_t(1),
+      rowMajorB ? int32_t(N) : int32_t(1), rowMajorB ? int32_t(1) : int32_t(K), int32_t(N), int32_t(1));
   args[0].type = k.signature().params[0].type;
   args[1].type = k.signature().params[1].type;
   int64_t bm = std::get<int64_t>(cx.at("BM")), bn = std::get<int64_t>(cx.at("BN"));
@@ -296,10 +302,13 @@ TEST_CASE("GPU fp8 tensor-core matmul (scaled_matmul) matches fp64", "[gpu][floa
       jo.numWarps = c.warps;
       jo.numStages = 4;
       std::map<std::string, ConstexprValue> cfg = {{"BM", c.bm}, {"BN", c.bn}, {"BK", c.bk}};
-      double err = scaledMatmulError(*ctx, *fa, *fb, c.M, c.N, c.K, rng.rng, cfg, jo);
-      INFO(fa->name << " x " << fb->name << " " << c.M << "x" << c.N << "x" << c.K << ": rel err " << err);
-      // Products are exact; Hopper's fp8 wgmma accumulates with fewer bits than f32.
-      CHECK(err < 1e-3);
+      for (bool rowMajorB : {false, true}) { // B K-major as copied, or transposed through registers
+        double err = scaledMatmulError(*ctx, *fa, *fb, c.M, c.N, c.K, rng.rng, cfg, jo, rowMajorB);
+        INFO(fa->name << " x " << fb->name << " " << c.M << "x" << c.N << "x" << c.K
+                      << (rowMajorB ? " B row-major" : " B column-major") << ": rel err " << err);
+        // Products are exact; Hopper's fp8 wgmma accumulates with fewer bits than f32.
+        CHECK(err < 1e-3);
+      }
     }
 }
 
