@@ -114,22 +114,17 @@ template <> struct FT<EK::BF16> {
   static S fromDouble(double d) { return doubleToSmall(d, 7, 8); }
 };
 
-// 8-bit floats compute in float; a double rounds through float, as the GPU's
-// conversion (from f32 only) does.
-template <> struct FT<EK::F8E4M3> {
+// 8-bit floats (host type H: f8e4m3, f8e5m2) compute in float; a double
+// rounds through float, as the GPU's conversion (from f32 only) does.
+template <class H> struct Float8FT {
   using S = uint8_t;
   using C = float;
-  static C ld(S s) { return f8e4m3::toFloat(s); }
-  static S st(C c) { return f8e4m3::fromFloat(c); }
-  static S fromDouble(double d) { return f8e4m3::fromFloat(float(d)); }
+  static C ld(S s) { return H::toFloat(s); }
+  static S st(C c) { return H::fromFloat(c); }
+  static S fromDouble(double d) { return H::fromFloat(float(d)); }
 };
-template <> struct FT<EK::F8E5M2> {
-  using S = uint8_t;
-  using C = float;
-  static C ld(S s) { return f8e5m2::toFloat(s); }
-  static S st(C c) { return f8e5m2::fromFloat(c); }
-  static S fromDouble(double d) { return f8e5m2::fromFloat(float(d)); }
-};
+template <> struct FT<EK::F8E4M3> : Float8FT<f8e4m3> {};
+template <> struct FT<EK::F8E5M2> : Float8FT<f8e5m2> {};
 
 //===----------------------------------------------------------------------===//
 // Integer kinds: storage S; s() sign-extends, u() zero-extends to 64 bits;
