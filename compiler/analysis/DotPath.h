@@ -66,9 +66,6 @@ struct WgmmaKind {
   bool fp8 = false;
 };
 
-/// Whether `t` is an 8-bit float type (f8e4m3 or f8e5m2).
-inline bool isFloat8Type(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); }
-
 /// wgmma's name for an operand element type: f16, bf16, tf32, s8, e4m3, e5m2.
 inline std::string wgmmaTypeName(Type t) {
   return t.isBF16() ? "bf16" : t.isF16() ? "f16" : t.isF32() ? "tf32" : t.isInteger(8) ? "s8"
@@ -128,7 +125,7 @@ inline std::optional<WgmmaKind> wgmmaKindOf(tile::DotOp dot) {
   Type ea = dot.getA().getType().getElementType(), ec = dot.getAcc().getType().getElementType();
   Type eb = dot.getB().getType().getElementType();
   WgmmaKind kind;
-  kind.fp8 = isFloat8Type(ea) && isFloat8Type(eb) && ec.isF32();
+  kind.fp8 = tile::isFloat8Type(ea) && tile::isFloat8Type(eb) && ec.isF32();
   if (eb != ea && !kind.fp8)
     return std::nullopt;
   kind.half = (ea.isBF16() || ea.isF16()) && ec.isF32();

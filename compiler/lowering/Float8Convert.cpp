@@ -45,16 +45,16 @@ Value KernelLowering::convertFloat8(Operation *op, Value x, Location loc) {
   // extf/truncf pairs around it (f16 -> f32 -> f8 into f16 -> f8): the
   // other float types reach f32 first, exactly except from f64.
   Type f32 = b_.getF32Type();
-  if (isFloat8(from) && !isFloat8(to)) {
+  if (isFloat8Type(from) && !isFloat8Type(to)) {
     Value w = float8ToF32(from, x, loc);
     if (to.getIntOrFloatBitWidth() < 32)
       return arith::TruncFOp::create(b_, loc, to, w);
     return to.isF32() ? w : Value(arith::ExtFOp::create(b_, loc, to, w));
   }
-  if (!from.isF32() && !isFloat8(from) && isFloat8(to))
+  if (!from.isF32() && !isFloat8Type(from) && isFloat8Type(to))
     x = from.getIntOrFloatBitWidth() < 32 ? Value(arith::ExtFOp::create(b_, loc, f32, x))
                                           : Value(arith::TruncFOp::create(b_, loc, f32, x));
-  if (isFloat8(to) && !isFloat8(from)) {
+  if (isFloat8Type(to) && !isFloat8Type(from)) {
     Value pair = pureAsm(b_, loc, i16, {x},
                          std::string("{\n.reg .f32 z;\nmov.f32 z, 0f00000000;\ncvt.rn.satfinite.") +
                              ptxName(to) + ".f32 $0, z, $1;\n}",

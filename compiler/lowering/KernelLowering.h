@@ -48,12 +48,11 @@ inline bool isElementwise(Operation *op) {
          isa<tile::AddPtrOp, tile::BitcastOp, tile::PtrToIntOp>(op);
 }
 
-/// Whether `t` is one of the 8-bit float types (f8e4m3, f8e5m2).
-inline bool isFloat8(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); }
+using tile::isFloat8Type;
 
 /// A scalar constant as its registers hold it: an 8-bit float as the i8 of its bits.
 inline TypedAttr storageAttr(TypedAttr a) {
-  if (auto f = dyn_cast<FloatAttr>(a); f && isFloat8(f.getType()))
+  if (auto f = dyn_cast<FloatAttr>(a); f && isFloat8Type(f.getType()))
     return IntegerAttr::get(IntegerType::get(a.getContext(), 8),
                             f.getValue().bitcastToAPInt().getZExtValue());
   return a;
@@ -133,7 +132,7 @@ public:
   Type convertElem(Type t) {
     if (isa<tile::PtrType>(t))
       return LLVM::LLVMPointerType::get(b_.getContext(), 1);
-    if (isFloat8(t))
+    if (isFloat8Type(t))
       return b_.getI8Type();
     return t;
   }

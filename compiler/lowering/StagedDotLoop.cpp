@@ -441,7 +441,7 @@ bool StagedDotLoopEmitter::emitDot(size_t i, Value iter) {
     Value wg = arith::ShRUIOp::create(b_, loc, warp, c32(2));
     sA = add(add(base, c32(aStaged[i].offset)), arith::MulIOp::create(b_, loc, wg, c32(T * 64 * WA)));
   }
-  std::string ty = ea.isBF16() ? "bf16" : "f16";
+  std::string ty = wgmmaTypeName(ea);
   int64_t nIn = d.regsA ? 6 : 3; // A (4 registers or a descriptor), B's descriptor, the flag
   std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(RB + nIn - 1) +
                      ", 0;\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(d.N) + "k16.f32." + ty +

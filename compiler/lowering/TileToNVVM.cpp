@@ -822,8 +822,8 @@ Value KernelLowering::emitScalarOp(Operation *op, IRMapping &map, Location loc) 
   if (auto p2i = dyn_cast<tile::PtrToIntOp>(op))
     return LLVM::PtrToIntOp::create(b_, loc, b_.getI64Type(), map.lookup(p2i.getSrc()));
   if (isa<arith::ExtFOp, arith::TruncFOp>(op) &&
-      (isFloat8(getElementTypeOrSelf(op->getOperand(0).getType())) ||
-       isFloat8(getElementTypeOrSelf(op->getResult(0).getType()))))
+      (isFloat8Type(getElementTypeOrSelf(op->getOperand(0).getType())) ||
+       isFloat8Type(getElementTypeOrSelf(op->getResult(0).getType()))))
     return convertFloat8(op, map.lookup(op->getOperand(0)), loc);
   Operation *clone = b_.clone(*op, map);
   clone->getResult(0).setType(convertElem(getElementTypeOrSelf(op->getResult(0).getType())));
@@ -1434,7 +1434,7 @@ bool KernelLowering::lowerDot(tile::DotOp op) {
   auto at = op.getA().getType(), bt = op.getB().getType(), ct = op.getAcc().getType();
   int64_t K = at.getDimSize(1);
   Type ea = at.getElementType(), ec = ct.getElementType();
-  if (isFloat8(ea) && !target_.hasFloat8())
+  if (isFloat8Type(ea) && !target_.hasFloat8())
     return fail(op, "dot() of 8-bit floats needs sm_89 or later; the target is " + target_.name());
   // An operand converted to the dot-operand layout is staged as its source
   // (which may have been staged where it is defined, outside the loop).
@@ -1482,7 +1482,7 @@ bool KernelLowering::lowerDot(tile::DotOp op) {
       Value bv = LLVM::LoadOp::create(b_, loc, sb, smemPtr(bS, bi, sb, loc));
       Value acc = forOp.getRegionIterArgs()[s];
       Value r;
-      if (isFloat8(ea)) { // 8-bit floats: converted to f32 (exactly), then FMA
+      if (isFloat8Type(ea)) { // 8-bit floats: converted to f32 (exactly), then FMA
         a = float8ToF32(ea, a, loc);
         bv = float8ToF32(eb, bv, loc);
         r = math::FmaOp::create(b_, loc, a, bv, acc);

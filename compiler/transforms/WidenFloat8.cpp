@@ -1,5 +1,6 @@
 // tessera-widen-float8: arithmetic on 8-bit floats runs in f32 (Passes.td).
 #include "Passes.h"
+#include "tile/TileDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -13,7 +14,8 @@ namespace tessera {
 
 namespace {
 
-bool isFloat8(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(getElementTypeOrSelf(t)); }
+// A value whose elements (or the scalar itself) are 8-bit floats.
+bool isFloat8(Type t) { return tile::isFloat8Type(getElementTypeOrSelf(t)); }
 
 /// `t` (a scalar or a tensor) with f32 elements.
 Type withF32(Type t) {

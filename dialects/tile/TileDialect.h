@@ -30,6 +30,9 @@ llvm::ArrayRef<int64_t> getShapeOrEmpty(mlir::Type t);
 mlir::Type withElementType(mlir::Type like, mlir::Type elem);
 /// True for !tile.ptr and tiles of them.
 bool isPointerLike(mlir::Type t);
+/// True for the 8-bit float element types, f8E4M3FN and f8E5M2 (the
+/// language's f8e4m3 and f8e5m2).
+inline bool isFloat8Type(mlir::Type t) { return mlir::isa<mlir::Float8E4M3FNType, mlir::Float8E5M2Type>(t); }
 /// An arith.constant for a folded value (both tile dialects' constant
 /// materializer), or null when arith cannot hold it.
 mlir::Operation *materializeArithConstant(mlir::OpBuilder &builder, mlir::Attribute value,

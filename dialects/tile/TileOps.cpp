@@ -267,8 +267,7 @@ LogicalResult DotOp::verify() {
     if (d < 16)
       return emitOpError("every dot dimension must be at least 16, got ") << d;
   Type ea = a.getElementType(), eb = b.getElementType(), ec = c.getElementType();
-  auto isF8 = [](Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); };
-  bool float8 = isF8(ea) && isF8(eb); // the two 8-bit formats may mix
+  bool float8 = isFloat8Type(ea) && isFloat8Type(eb); // the two 8-bit formats may mix
   if (ea != eb && !float8)
     return emitOpError("operand element types differ: ") << ea << " vs " << eb;
   bool ok = (ea.isF32() && ec.isF32()) || ((ea.isF16() || ea.isBF16()) && ec.isF32()) ||
