@@ -30,6 +30,11 @@ llvm::ArrayRef<int64_t> getShapeOrEmpty(mlir::Type t);
 mlir::Type withElementType(mlir::Type like, mlir::Type elem);
 /// True for !tile.ptr and tiles of them.
 bool isPointerLike(mlir::Type t);
+/// The values a load's (isLoad) or store's cacheModifier may take: PTX's
+/// cache operators for ld (".ca", ".cg", ".cv") or st (".wb", ".cg", ".cs", ".wt").
+llvm::ArrayRef<llvm::StringRef> cacheModifiers(bool isLoad);
+/// The values of evictionPolicy: "evict_first", "evict_last", "evict_normal".
+llvm::ArrayRef<llvm::StringRef> evictionPolicies();
 /// True for the 8-bit float element types, f8E4M3FN and f8E5M2 (the
 /// language's f8e4m3 and f8e5m2).
 inline bool isFloat8Type(mlir::Type t) { return mlir::isa<mlir::Float8E4M3FNType, mlir::Float8E5M2Type>(t); }

@@ -160,18 +160,35 @@ LogicalResult AddPtrOp::verify() {
   return success();
 }
 
+ArrayRef<StringRef> tessera::tile::cacheModifiers(bool isLoad) {
+  static const StringRef loadOps[] = {".ca", ".cg", ".cv"};
+  static const StringRef storeOps[] = {".wb", ".cg", ".cs", ".wt"};
+  return isLoad ? ArrayRef<StringRef>(loadOps) : ArrayRef<StringRef>(storeOps);
+}
+
+ArrayRef<StringRef> tessera::tile::evictionPolicies() {
+  static const StringRef policies[] = {"evict_first", "evict_last", "evict_normal"};
+  return policies;
+}
+
+/// `values`, each in double quotes, separated by ", ".
+static std::string quotedList(ArrayRef<StringRef> values) {
+  std::string s;
+  for (StringRef v : values)
+    s += (s.empty() ? "\"" : ", \"") + v.str() + "\"";
+  return s;
+}
+
 /// The cache operator and eviction policy of a load or store, against the
 /// values PTX has for it.
 static LogicalResult verifyMemoryHints(Operation *op, std::optional<StringRef> cop,
                                        std::optional<StringRef> evict, bool isLoad) {
-  static const char *const loadOps[] = {".ca", ".cg", ".cv"};
-  static const char *const storeOps[] = {".wb", ".cg", ".cs", ".wt"};
-  if (cop && !llvm::is_contained(isLoad ? ArrayRef<const char *>(loadOps) : ArrayRef<const char *>(storeOps), *cop))
+  if (cop && !llvm::is_contained(cacheModifiers(isLoad), *cop))
     return op->emitOpError("cache modifier '") << *cop << "' is not one of "
-           << (isLoad ? "\".ca\", \".cg\", \".cv\"" : "\".wb\", \".cg\", \".cs\", \".wt\"");
-  if (evict && *evict != "evict_first" && *evict != "evict_last" && *evict != "evict_normal")
-    return op->emitOpError("eviction policy '") << *evict
-           << "' is not one of \"evict_first\", \"evict_last\", \"evict_normal\"";
+                                                << quotedList(cacheModifiers(isLoad));
+  if (evict && !llvm::is_contained(evictionPolicies(), *evict))
+    return op->emitOpError("eviction policy '") << *evict << "' is not one of "
+                                                 << quotedList(evictionPolicies());
   return success();
 }
 

@@ -22,18 +22,21 @@ bool BuiltinCall::memoryHints(size_t first, bool isLoad, StringAttr &cop, String
       return false;
     }
   std::string cs = c.present ? c.value.s : "", es = e.present ? e.value.s : "";
-  static const std::vector<std::string> loadOps{".ca", ".cg", ".cv"},
-      storeOps{".wb", ".cg", ".cs", ".wt"}, policies{"evict_first", "evict_last", "evict_normal"};
-  const std::vector<std::string> &ops = isLoad ? loadOps : storeOps;
-  if (!cs.empty() && std::find(ops.begin(), ops.end(), cs) == ops.end()) {
-    fail(c.loc, name + "() cache_modifier must be " +
-                    (isLoad ? "\".ca\", \".cg\" or \".cv\"" : "\".wb\", \".cg\", \".cs\" or \".wt\"") +
+  // "\"a\", \"b\" or \"c\"": the values the tile dialect accepts.
+  auto oneOf = [](ArrayRef<StringRef> values) {
+    std::string s;
+    for (size_t i = 0; i < values.size(); ++i)
+      s += (i == 0 ? "\"" : i + 1 == values.size() ? " or \"" : ", \"") + values[i].str() + "\"";
+    return s;
+  };
+  if (!cs.empty() && !llvm::is_contained(tile::cacheModifiers(isLoad), cs)) {
+    fail(c.loc, name + "() cache_modifier must be " + oneOf(tile::cacheModifiers(isLoad)) +
                     " (or \"\"), got \"" + cs + "\"");
     return false;
   }
-  if (!es.empty() && std::find(policies.begin(), policies.end(), es) == policies.end()) {
-    fail(e.loc, name + "() eviction_policy must be \"evict_first\", \"evict_last\" or "
-                       "\"evict_normal\" (or \"\"), got \"" + es + "\"");
+  if (!es.empty() && !llvm::is_contained(tile::evictionPolicies(), es)) {
+    fail(e.loc, name + "() eviction_policy must be " + oneOf(tile::evictionPolicies()) +
+                    " (or \"\"), got \"" + es + "\"");
     return false;
   }
   cop = cs.empty() ? StringAttr() : b_.getStringAttr(cs);
