@@ -39,6 +39,16 @@ inline int64_t byteWidth(Type t) {
   return std::max<int64_t>(1, t.getIntOrFloatBitWidth() / 8);
 }
 
+/// Bits of one register value: an integer, a float, a pointer (64) or a
+/// vector of them (the total); 0 for anything else.
+inline int64_t registerBits(Type t) {
+  if (auto vt = dyn_cast<VectorType>(t))
+    return vt.getNumElements() * registerBits(vt.getElementType());
+  if (isa<LLVM::LLVMPointerType>(t))
+    return 64;
+  return t.isIntOrFloat() ? t.getIntOrFloatBitWidth() : 0;
+}
+
 /// One result computed lane by lane from its operands: arith and math ops,
 /// and the tile ops that are elementwise (addptr, bitcast, ptr_to_int).
 inline bool isElementwise(Operation *op) {

@@ -9,17 +9,6 @@
 
 namespace tessera::lowering::detail {
 
-namespace {
-// The register's width in bits (a vector's total), or 0 for what has no bits.
-unsigned bitsOf(Type t) {
-  if (auto vt = dyn_cast<VectorType>(t))
-    return unsigned(vt.getNumElements()) * bitsOf(vt.getElementType());
-  if (isa<LLVM::LLVMPointerType>(t))
-    return 64;
-  return t.isIntOrFloat() ? t.getIntOrFloatBitWidth() : 0;
-}
-} // namespace
-
 Value KernelLowering::l2Policy(const std::string &evict) {
   Value &known = l2Policies_[evict];
   if (known)
@@ -33,7 +22,7 @@ Value KernelLowering::l2Policy(const std::string &evict) {
 }
 
 Value KernelLowering::globalLoad(Type t, Value ptr, int64_t align, bool isVolatile, Location loc) {
-  unsigned bits = bitsOf(t);
+  int64_t bits = registerBits(t);
   if (!hints_.any() || isVolatile || !(bits == 8 || bits == 16 || bits == 32 || bits == 64 || bits == 128))
     return LLVM::LoadOp::create(b_, loc, t, ptr, align, isVolatile);
   std::string ld = "ld.global" + hints_.cop + (hints_.evict.empty() ? "" : ".L2::cache_hint");
@@ -74,7 +63,7 @@ Value KernelLowering::globalLoad(Type t, Value ptr, int64_t align, bool isVolati
 
 void KernelLowering::globalStore(Value v, Value ptr, int64_t align, Location loc) {
   Type t = v.getType();
-  unsigned bits = bitsOf(t);
+  int64_t bits = registerBits(t);
   if (!hints_.any() || !(bits == 8 || bits == 16 || bits == 32 || bits == 64 || bits == 128)) {
     LLVM::StoreOp::create(b_, loc, v, ptr, align);
     return;

@@ -1075,12 +1075,11 @@ bool KernelLowering::lowerInlineAsm(tile::InlineAsmOp op) {
   Type et = convertElem(getElementTypeOrSelf(op.getResult().getType()));
   const int64_t P = op.getPack();
   Type i32 = b_.getI32Type();
-  auto bitsOf = [](Type t) -> int64_t { return isa<LLVM::LLVMPointerType>(t) ? 64 : t.getIntOrFloatBitWidth(); };
   // P elements of one type as the asm's registers: narrower than 32 bits,
   // packed into i32s from the low bits up; else one register each.
   auto packRegs = [&](ArrayRef<Value> elems) -> SmallVector<Value> {
     Type t = elems[0].getType();
-    int64_t bits = bitsOf(t);
+    int64_t bits = registerBits(t);
     if (bits >= 32)
       return SmallVector<Value>(elems);
     int64_t per = 32 / bits;
@@ -1094,7 +1093,7 @@ bool KernelLowering::lowerInlineAsm(tile::InlineAsmOp op) {
     }
     return regs;
   };
-  int64_t resBits = bitsOf(et), perOut = resBits < 32 ? 32 / resBits : 1;
+  int64_t resBits = registerBits(et), perOut = resBits < 32 ? 32 / resBits : 1;
   Type regTy = resBits < 32 ? i32 : et;
   int64_t outRegs = P / perOut;
   // One asm over P elements (`elems[a]` holds argument a's P values): its P results.
@@ -1103,10 +1102,10 @@ bool KernelLowering::lowerInlineAsm(tile::InlineAsmOp op) {
     for (const SmallVector<Value> &e : elems)
       for (Value r : P > 1 ? packRegs(e) : e)
         operands.push_back(r);
-    Type res = outRegs == 1 ? regTy
-                            : LLVM::LLVMStructType::getLiteral(b_.getContext(), SmallVector<Type>(outRegs, regTy));
-    if (P == 1)
-      res = et;
+    // One element: its own type; else outRegs registers, several as a struct.
+    Type res = P == 1         ? et
+               : outRegs == 1 ? regTy
+                              : LLVM::LLVMStructType::getLiteral(b_.getContext(), SmallVector<Type>(outRegs, regTy));
     Value out = LLVM::InlineAsmOp::create(b_, loc, res, operands, op.getText(), op.getConstraints(),
                                           /*has_side_effects=*/!op.getPure(), /*is_align_stack=*/false,
                                           LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
