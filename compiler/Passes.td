@@ -40,6 +40,22 @@ def TesseraWidenFloat8 : Pass<"tessera-widen-float8", "mlir::ModuleOp"> {
   }];
 }
 
+def TesseraSubstituteInductionVariables
+    : Pass<"tessera-substitute-induction-variables", "mlir::ModuleOp"> {
+  let summary = "Write integers that a loop advances by a fixed step as functions of its induction variable";
+  let description = [{
+    An scf.for with a constant positive step that carries an integer x and
+    yields x + d, with d defined outside the loop, reads x in iteration j
+    (induction variable lb + j * step) as x0 + j * d. When d is a constant
+    multiple of the step, or the step is 1, that is x0 + (iv - lb) * (d /
+    step): uses of x in the body take that value, uses of the loop's result
+    take x0 + trips * d, and the loop passes x through unchanged, so that
+    canonicalization removes it. Block pointers (make_block_ptr, advance)
+    produce such values; without them carried, the software pipeliner and
+    the TMA analysis see pointer tiles indexed by the induction variable.
+  }];
+}
+
 def TesseraAssignLayouts : Pass<"tessera-assign-layouts", "mlir::ModuleOp"> {
   let summary = "Give tensor-core dots their mma and dot-operand layouts, with conversions around them";
   let dependentDialects = ["tessera::tgpu::TileGPUDialect"];

@@ -315,13 +315,18 @@ std::optional<TensorMapOperand> analyzeTensorMapOperand(tile::LoadOp ld, scf::Fo
   conjuncts(ld.getMask(), terms);
   std::optional<LinearForm> extent[2];
   for (Value c : terms) {
+    using P = arith::CmpIPredicate;
     auto cmp = c.getDefiningOp<arith::CmpIOp>();
-    if (!cmp || (cmp.getPredicate() != arith::CmpIPredicate::slt &&
-                 cmp.getPredicate() != arith::CmpIPredicate::sgt))
+    P pred = cmp ? cmp.getPredicate() : P::eq;
+    // `index < bound`, or `index >= bound` where the bound is the tensor's
+    // first element (a block pointer's lower check): TMA reads what lies
+    // below coordinate 0 as zeros too.
+    bool lower = pred == P::sge || pred == P::sle;
+    if (!cmp || !(pred == P::slt || pred == P::sgt || lower))
       return no("a mask term is not `index < bound`");
-    bool lt = cmp.getPredicate() == arith::CmpIPredicate::slt;
-    std::optional<AffineTile> x = affineOf(lt ? cmp.getLhs() : cmp.getRhs());
-    std::optional<AffineTile> y = affineOf(lt ? cmp.getRhs() : cmp.getLhs());
+    bool indexLeft = pred == P::slt || pred == P::sge;
+    std::optional<AffineTile> x = affineOf(indexLeft ? cmp.getLhs() : cmp.getRhs());
+    std::optional<AffineTile> y = affineOf(indexLeft ? cmp.getRhs() : cmp.getLhs());
     if (!x || !y || !y->uniform() || (x->dim[0] && x->dim[1]) || x->uniform())
       return no("a mask term is not `index < bound` along one dimension");
     int td = x->dim[0] ? 0 : 1;              // the tile's dimension
@@ -336,6 +341,11 @@ std::optional<TensorMapOperand> analyzeTensorMapOperand(tile::LoadOp ld, scf::Fo
     e.add(LinearForm::leaf(iv), stepOf[d]);
     if (e.coef(iv) != 0)
       return no("the mask's bound moves with the loop differently from the pointer");
+    if (lower) {
+      if (!(e == LinearForm::constant(0)))
+        return no("a mask term `index >= bound` does not start at the tensor's first element");
+      continue;
+    }
     if (!onlyArgs(e, entry))
       return no("the mask's bound is not a function of the kernel's arguments");
     if (extent[d] && !(*extent[d] == e))

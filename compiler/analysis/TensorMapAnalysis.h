@@ -5,8 +5,9 @@
 // An operand qualifies when its pointer tile is
 //     splat(P) + stride * (row0 + i) + (col0 + j)       (P a pointer argument)
 // advancing by a constant number of rows or columns per iteration, and its
-// mask is a conjunction of one `index < bound` per dimension. The mask's
-// bound, moved into the pointer's coordinates, is the map's extent: TMA fills
+// mask is a conjunction of one `index < bound` per dimension (and, as a
+// block pointer's load checks, `index >= 0` terms at the tensor's first
+// element, which TMA also fills with zeros). The mask's bound, moved into the pointer's coordinates, is the map's extent: TMA fills
 // what lies past it with zeros, which is what `other=0` asks for. The extent
 // must not depend on the program id or the iteration: every such term has to
 // cancel (in matmul.tile `rk < K - k0` against the pointer's k0 leaves K).

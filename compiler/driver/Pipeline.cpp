@@ -3,7 +3,8 @@
 //
 //   front end (Frontend.h)            source -> verified tile IR
 //   tessera-widen-float8              arithmetic on 8-bit floats in f32
-//   canonicalize, CSE, LICM           (CompileOptions::optimize)
+//   tessera-substitute-induction-variables, canonicalize, CSE, LICM
+//                                     (CompileOptions::optimize)
 //   [tile IR snapshot]
 //   tessera-set-options               the options as module attributes
 //   tessera-assign-layouts            tgpu encodings on tensor-core dots
@@ -70,6 +71,10 @@ void buildPipeline(PassManager &pm, const CompileOptions &options, Stage stage,
                    CompileResult &r) {
   pm.addPass(createTesseraWidenFloat8()); // both back ends compute on f8 in f32
   if (options.optimize) {
+    // Integers advanced by a fixed step (block pointers' offsets) as
+    // functions of the induction variable, before canonicalization drops
+    // the values the loops no longer carry.
+    pm.addPass(createTesseraSubstituteInductionVariables());
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
     // Loop-invariant index math (e.g. `BK * stride_bk`) leaves the loop, so

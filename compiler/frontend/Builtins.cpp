@@ -179,6 +179,11 @@ BuiltinCall::Handler BuiltinCall::handlerFor(const std::string &name) {
       {"atomic_xor", &B::onAtomicRMW},
       {"atomic_xchg", &B::onAtomicRMW},
       {"atomic_cas", &B::onAtomicCAS},
+      {"make_block_ptr", &B::onMakeBlockPtr},
+      {"advance", &B::onAdvance},
+      {"make_tensor_descriptor", &B::onMakeTensorDescriptor},
+      {"load_tensor_descriptor", &B::onLoadTensorDescriptor},
+      {"store_tensor_descriptor", &B::onStoreTensorDescriptor},
       // dot
       {"dot", &B::onDot},
       // reductions (max and min of two compile-time numbers are Python's)

@@ -55,29 +55,6 @@ bool constTruthy(const SemValue &v) {
   }
 }
 
-bool sameSem(const SemValue &a, const SemValue &b) {
-  if (a.kind != b.kind)
-    return false;
-  switch (a.kind) {
-  case SemValue::Int: return a.i == b.i;
-  case SemValue::Float: return a.f == b.f || (std::isnan(a.f) && std::isnan(b.f));
-  case SemValue::Bool: return a.b == b.b;
-  case SemValue::DTypeV: return a.dtype == b.dtype;
-  case SemValue::Str: return a.s == b.s;
-  case SemValue::None: return true;
-  case SemValue::Runtime: return a.value == b.value;
-  case SemValue::Func: return a.fn == b.fn;
-  case SemValue::Tuple:
-    if (a.elems.size() != b.elems.size())
-      return false;
-    for (size_t i = 0; i < a.elems.size(); ++i)
-      if (!sameSem(a.elems[i], b.elems[i]))
-        return false;
-    return true;
-  default: return false;
-  }
-}
-
 // Common element type of two run-time operands (C-like promotion).
 DType promote(DType a, DType b) {
   if (a == b)
@@ -729,24 +706,44 @@ bool IRGen::genRuntimeIf(Value cond, Loc l, const std::function<bool()> &genThen
   for (auto &[name, v] : after[0])
     if (before.count(name) || after[1].count(name))
       names.push_back(name);
-  std::vector<std::string> results;
-  std::vector<SemValue> yields[2];
-  std::vector<Type> types;
+  // What differs between the branches: numbers, and the numbers inside
+  // tuples and block pointers of one structure (`leaf` their index in
+  // numericLeaves, -1 for a plain number).
+  struct Differing {
+    std::string name;
+    int leaf;
+    SemValue t, e;
+  };
+  std::vector<Differing> differing;
   Scope merged = before;
   for (const std::string &name : names) {
-    const SemValue &t = after[0].at(name), &e = after[1].at(name);
-    if (sameSem(t, e)) {
-      merged[name] = t;
+    SemValue t = after[0].at(name), e = after[1].at(name);
+    merged[name] = t;
+    if (sameSem(t, e))
+      continue;
+    if ((t.isConst() || t.isRuntime()) && (e.isConst() || e.isRuntime())) {
+      differing.push_back({name, -1, t, e});
       continue;
     }
-    SemValue tv = t, ev = e;
-    bool numeric = (t.isConst() || t.isRuntime()) && (e.isConst() || e.isRuntime());
-    if (!numeric) {
+    if (!t.isCompound() || !sameStructure(t, e)) {
       fail(l, "variable '" + name + "' holds " + t.describe() + " in one branch and " +
-                      e.describe() + " in the other; only numbers and tiles can differ "
-                      "between branches of a run-time 'if'");
+                      e.describe() + " in the other; only numbers, tiles and the numbers "
+                      "inside tuples and block pointers can differ between branches of a "
+                      "run-time 'if'");
       return false;
     }
+    std::vector<SemValue *> tn, en;
+    numericLeaves(t, tn);
+    numericLeaves(e, en);
+    for (size_t k = 0; k < tn.size(); ++k)
+      if (!sameSem(*tn[k], *en[k]))
+        differing.push_back({name, int(k), *tn[k], *en[k]});
+  }
+  std::vector<SemValue> yields[2];
+  std::vector<Type> types;
+  for (const Differing &d : differing) {
+    const std::string &name = d.name;
+    SemValue tv = d.t, ev = d.e;
     // Both sides take one common type: a run-time side decides, except that a
     // float constant makes an integer side float (as Python would).
     DType common;
@@ -788,7 +785,6 @@ bool IRGen::genRuntimeIf(Value cond, Loc l, const std::function<bool()> &genThen
                       ev.type.str() + " after the 'else' branch");
       return false;
     }
-    results.push_back(name);
     yields[0].push_back(tv);
     yields[1].push_back(ev);
     types.push_back(toMlir(tv.type));
@@ -806,8 +802,14 @@ bool IRGen::genRuntimeIf(Value cond, Loc l, const std::function<bool()> &genThen
   newIf.getThenRegion().takeBody(ifOp.getThenRegion());
   newIf.getElseRegion().takeBody(ifOp.getElseRegion());
   ifOp.erase();
-  for (size_t i = 0; i < results.size(); ++i)
-    merged[results[i]] = SemValue::ofRuntime(newIf.getResult(i), yields[0][i].type);
+  for (size_t i = 0; i < differing.size(); ++i) {
+    SemValue r = SemValue::ofRuntime(newIf.getResult(i), yields[0][i].type);
+    SemValue &var = merged[differing[i].name];
+    std::vector<SemValue *> numbers;
+    if (differing[i].leaf >= 0)
+      numericLeaves(var, numbers);
+    (differing[i].leaf < 0 ? var : *numbers[size_t(differing[i].leaf)]) = r;
+  }
   for (int k = 0; k < 2; ++k)
     for (auto &[name, v] : after[k])
       if (!merged.count(name))
@@ -816,10 +818,22 @@ bool IRGen::genRuntimeIf(Value cond, Loc l, const std::function<bool()> &genThen
   return true;
 }
 
-bool IRGen::carriedYields(const std::vector<std::string> &carried,
-                          const std::vector<TileType> &types, Loc l, std::vector<Value> &yields) {
+bool IRGen::carriedYields(const RuntimeLoop &loop, Loc l, std::vector<Value> &yields) {
+  const std::vector<std::string> &carried = loop.carried;
+  const std::vector<TileType> &types = loop.types;
   for (size_t i = 0; i < carried.size(); ++i) {
     SemValue v = frame().vars.at(carried[i]);
+    if (loop.leaf[i] >= 0) { // one number of a tuple or block pointer
+      const SemValue &start = loop.before.at(carried[i]);
+      if (!sameStructure(start, v)) {
+        fail(l, "loop-carried variable '" + carried[i] + "' holds " + start.describe() +
+                    " before the loop and " + v.describe() + " after an iteration");
+        return false;
+      }
+      std::vector<SemValue *> numbers;
+      numericLeaves(v, numbers);
+      v = *numbers[size_t(loop.leaf[i])];
+    }
     if (v.isConst()) { // a constant assigned in the body takes the carried type
       v = castTo(v, types[i].elem, l);
       if (v.ok())
@@ -838,13 +852,11 @@ bool IRGen::carriedYields(const std::vector<std::string> &carried,
   return true;
 }
 
-bool IRGen::closeLoop(const Scope &before, const std::set<std::string> &assigned,
-                      const std::vector<std::string> &carried, const std::vector<TileType> &types,
-                      ValueRange results, Loc l) {
-  // Non-numeric values (types, strings, tuples) cannot be carried: they must not change.
-  for (const std::string &name : assigned) {
-    auto it = before.find(name);
-    if (it == before.end() || it->second.isConst() || it->second.isRuntime())
+bool IRGen::closeLoop(const RuntimeLoop &loop, ValueRange results, Loc l) {
+  // Values with no number to carry (types, strings) must not change.
+  for (const std::string &name : loop.assigned) {
+    auto it = loop.before.find(name);
+    if (it == loop.before.end() || llvm::is_contained(loop.carried, name))
       continue;
     if (!sameSem(it->second, frame().vars.at(name))) {
       fail(l, "variable '" + name + "' holds " + it->second.describe() +
@@ -853,11 +865,10 @@ bool IRGen::closeLoop(const Scope &before, const std::set<std::string> &assigned
     }
   }
   Scope inside = frame().vars;
-  frame().vars = before;
-  for (size_t i = 0; i < carried.size(); ++i)
-    frame().vars[carried[i]] = SemValue::ofRuntime(results[i], types[i]);
+  frame().vars = loop.before;
+  bindCarried(loop, results);
   for (auto &[name, v] : inside)
-    if (!before.count(name))
+    if (!loop.before.count(name))
       frame().scopedOut[name] = l;
   return true;
 }
@@ -904,7 +915,9 @@ static const char *const kBuiltinNames[] = {
     "sum", "max", "min", "argmax", "argmin", "exp", "exp2", "log", "log2", "sqrt", "rsqrt",
     "sin", "cos", "tanh", "erf", "floor", "ceil", "abs", "fma", "where", "maximum", "minimum",
     "cdiv", "reduce", "permute", "cumsum", "cumprod", "associative_scan", "sort", "argsort", "topk", "inline_asm_elementwise", "fdiv", "div_rn", "sigmoid", "softmax", "clamp", "debug_barrier", "device_assert", "flip", "join", "split", "interleave", "cat", "multiple_of", "max_contiguous", "static_assert", "device_print", "cast", "bitcast",
-    "float", "int", "range", "static_range", "umulhi", "rand", "randn", "randint", "randint4x"};
+    "float", "int", "range", "static_range", "umulhi", "rand", "randn", "randint", "randint4x",
+    "make_block_ptr", "advance", "make_tensor_descriptor", "load_tensor_descriptor",
+    "store_tensor_descriptor"};
 
 static bool isBuiltin(const std::string &name) {
   for (const char *b : kBuiltinNames)
@@ -1453,6 +1466,14 @@ SemValue IRGen::genAttribute(const Expr &e) {
     if (name == "to")
       return fail(e.loc, "'.to' must be called, as in x.to(f16)");
   }
+  if (base.kind == SemValue::BlockPtr && (name == "block_shape" || name == "dtype")) {
+    if (name == "dtype")
+      return SemValue::ofDType(base.bpBase().type.elem.pointee());
+    std::vector<SemValue> dims;
+    for (int64_t d : base.block)
+      dims.push_back(SemValue::ofInt(d));
+    return SemValue::ofTuple(std::move(dims));
+  }
   if (base.kind == SemValue::DTypeV) {
     if (name == "is_floating")
       return SemValue::ofBool(!base.dtype.isPointer() && isFloat(base.dtype.scalar));
@@ -1495,12 +1516,15 @@ SemValue IRGen::genCall(const Expr &e) {
     SemValue self = genExpr(*callee.operands[0]);
     if (!self.ok())
       return self;
-    if (callee.str != "to")
+    // desc.load(offsets), desc.store(offsets, value) on a tensor descriptor
+    bool descMethod = self.kind == SemValue::BlockPtr && self.descriptor &&
+                      (callee.str == "load" || callee.str == "store");
+    if (callee.str != "to" && !descMethod)
       return fail(callee.loc, self.describe() + " has no method '" + callee.str + "'");
     if (!evalArgs())
       return SemValue::invalid();
     args.insert(args.begin(), Arg{self, callee.operands[0]->loc, callee.operands[0].get(), true});
-    return callBuiltin("cast", e, args, kws);
+    return callBuiltin(descMethod ? callee.str + "_tensor_descriptor" : "cast", e, args, kws);
   }
   if (callee.kind != ExprKind::Name)
     return fail(callee.loc, "only named functions can be called");

@@ -119,28 +119,30 @@ private:
   void collectAssigned(const Block &block, std::set<std::string> &out);
   /// After a loop: checks that non-numeric values did not change, restores the
   /// scope and binds the carried variables to the loop's results.
-  bool closeLoop(const Scope &before, const std::set<std::string> &assigned,
-                 const std::vector<std::string> &carried, const std::vector<TileType> &types,
-                 mlir::ValueRange results, Loc l);
   /// What a run-time `for` or `while` starts from: its exits, the variables
   /// its body assigns (with the break flag; without the induction variable),
-  /// the scope before it, and the variables it carries: those assigned that
-  /// hold a number (constant or run-time) before it, in carried form.
+  /// the scope before it, and what it carries: the numbers (constant or
+  /// run-time) of the variables assigned, in carried form. A variable holding
+  /// a tuple or block pointer is carried as its numbers one by one: one entry
+  /// per number, `leaf` its index in numericLeaves (-1 for a plain number).
   struct RuntimeLoop {
     bool breaks = false, continues = false;
     OuterLoopExits outer;
     std::set<std::string> assigned;
     Scope before;
     std::vector<std::string> carried;
+    std::vector<int> leaf;
     std::vector<mlir::Value> inits;
     std::vector<TileType> types;
   };
+  bool closeLoop(const RuntimeLoop &loop, mlir::ValueRange results, Loc l);
+  /// Binds the carried variables to `values` (iter_args or loop results).
+  void bindCarried(const RuntimeLoop &loop, mlir::ValueRange values);
   /// Enters the loop (enterLoop) and fills `loop`; `inductionVar` (or null)
   /// is not carried. False (after an error) when a carried value cannot be.
   bool openLoop(const Stmt &s, const std::string *inductionVar, RuntimeLoop &loop);
   /// The values a loop body yields for its carried variables, checking their types.
-  bool carriedYields(const std::vector<std::string> &carried, const std::vector<TileType> &types,
-                     Loc l, std::vector<mlir::Value> &yields);
+  bool carriedYields(const RuntimeLoop &loop, Loc l, std::vector<mlir::Value> &yields);
 
   // Expressions.
   SemValue genExpr(const Expr &e);

@@ -186,11 +186,8 @@ bool IRGen::genRangeLoop(const Stmt &s, SemValue lo, SemValue hi, SemValue step,
   if (!openLoop(s, &var, loop))
     return false;
   const bool breaks = loop.breaks, continues = loop.continues;
-  const std::set<std::string> &assigned = loop.assigned;
-  const Scope &before = loop.before;
   const std::vector<std::string> &carried = loop.carried;
   const std::vector<Value> &inits = loop.inits;
-  const std::vector<TileType> &types = loop.types;
   // The body at iteration `iv`, with the carried variables in `args`.
   auto genBody = [&](Value iv, ValueRange args, std::vector<Value> &yields) {
     frame().vars[var] = SemValue::ofRuntime(iv, TileType{ivType, {}});
@@ -201,15 +198,14 @@ bool IRGen::genRangeLoop(const Stmt &s, SemValue lo, SemValue hi, SemValue step,
         return false;
       frame().vars[var] = castTo(i, ivType, il);
     }
-    for (size_t i = 0; i < carried.size(); ++i)
-      frame().vars[carried[i]] = SemValue::ofRuntime(args[i], types[i]);
+    bindCarried(loop, args);
     if (continues)
       frame().vars[kContinueFlag] = SemValue::ofBool(false);
     frame().runtimeControlDepth++;
     if (!genBlock(s.body))
       return false;
     frame().runtimeControlDepth--;
-    return carriedYields(carried, types, s.loc, yields);
+    return carriedYields(loop, s.loc, yields);
   };
   Location ml = loc(s.loc);
   OpBuilder::InsertionGuard guard(b_);
@@ -251,7 +247,7 @@ bool IRGen::genRangeLoop(const Stmt &s, SemValue lo, SemValue hi, SemValue step,
     scf::YieldOp::create(b_, ml, yields);
     results = whileOp.getResults().drop_front(1);
   }
-  bool ok = closeLoop(before, assigned, carried, types, results, s.loc);
+  bool ok = closeLoop(loop, results, s.loc);
   exitLoop(loop.outer);
   return ok;
 }
@@ -270,16 +266,41 @@ bool IRGen::openLoop(const Stmt &s, const std::string *inductionVar, RuntimeLoop
   loop.before = frame().vars;
   for (const std::string &name : loop.assigned) {
     auto it = loop.before.find(name);
-    if (it == loop.before.end() || !(it->second.isConst() || it->second.isRuntime()))
+    if (it == loop.before.end())
       continue;
-    SemValue v = toCarried(it->second, s.loc);
-    if (!v.ok())
-      return false;
-    loop.carried.push_back(name);
-    loop.inits.push_back(v.value);
-    loop.types.push_back(v.type);
+    SemValue start = it->second;
+    std::vector<SemValue *> numbers;
+    if (start.isCompound())
+      numericLeaves(start, numbers);
+    else if (start.isConst() || start.isRuntime())
+      numbers.push_back(&start);
+    for (size_t k = 0; k < numbers.size(); ++k) {
+      SemValue v = toCarried(*numbers[k], s.loc);
+      if (!v.ok())
+        return false;
+      loop.carried.push_back(name);
+      loop.leaf.push_back(start.isCompound() ? int(k) : -1);
+      loop.inits.push_back(v.value);
+      loop.types.push_back(v.type);
+    }
   }
   return true;
+}
+
+void IRGen::bindCarried(const RuntimeLoop &loop, ValueRange values) {
+  for (size_t i = 0; i < loop.carried.size(); ++i) {
+    SemValue v = SemValue::ofRuntime(values[i], loop.types[i]);
+    SemValue &var = frame().vars[loop.carried[i]];
+    if (loop.leaf[i] < 0) {
+      var = v;
+      continue;
+    }
+    if (loop.leaf[i] == 0) // the first number of a compound: start from its value before the loop
+      var = loop.before.at(loop.carried[i]);
+    std::vector<SemValue *> numbers;
+    numericLeaves(var, numbers);
+    *numbers[size_t(loop.leaf[i])] = v;
+  }
 }
 
 bool IRGen::genWhile(const Stmt &s) {
@@ -287,25 +308,18 @@ bool IRGen::genWhile(const Stmt &s) {
   if (!openLoop(s, nullptr, loop))
     return false;
   const bool breaks = loop.breaks, continues = loop.continues;
-  const std::set<std::string> &assigned = loop.assigned;
-  const Scope &before = loop.before;
   const std::vector<std::string> &carried = loop.carried;
-  const std::vector<Value> &inits = loop.inits;
   const std::vector<TileType> &types = loop.types;
   Location ml = loc(s.loc);
   std::vector<Type> mlirTypes;
   for (const TileType &t : types)
     mlirTypes.push_back(toMlir(t));
   std::vector<Location> locs(types.size(), ml);
-  auto whileOp = scf::WhileOp::create(b_, ml, mlirTypes, inits);
+  auto whileOp = scf::WhileOp::create(b_, ml, mlirTypes, loop.inits);
   whileOp->setAttr(analysis::kCarriedNamesAttr, b_.getStrArrayAttr(llvm::SmallVector<StringRef>(carried.begin(), carried.end())));
   OpBuilder::InsertionGuard guard(b_);
-  auto bind = [&](mlir::Block *blk) {
-    for (size_t i = 0; i < carried.size(); ++i)
-      frame().vars[carried[i]] = SemValue::ofRuntime(blk->getArgument(i), types[i]);
-  };
   mlir::Block *beforeBlk = b_.createBlock(&whileOp.getBefore(), {}, mlirTypes, locs);
-  bind(beforeBlk);
+  bindCarried(loop, beforeBlk->getArguments());
   // The condition; after a break it is not evaluated (it may load out of bounds).
   auto genCond = [&](Value &cond) {
     SemValue c = genExpr(*s.cond);
@@ -334,8 +348,8 @@ bool IRGen::genWhile(const Stmt &s) {
   scf::ConditionOp::create(b_, ml, cond, beforeBlk->getArguments());
 
   mlir::Block *afterBlk = b_.createBlock(&whileOp.getAfter(), {}, mlirTypes, locs);
-  frame().vars = before;
-  bind(afterBlk);
+  frame().vars = loop.before;
+  bindCarried(loop, afterBlk->getArguments());
   if (continues)
     frame().vars[kContinueFlag] = SemValue::ofBool(false);
   frame().runtimeControlDepth++;
@@ -343,10 +357,10 @@ bool IRGen::genWhile(const Stmt &s) {
     return false;
   frame().runtimeControlDepth--;
   std::vector<Value> yields;
-  if (!carriedYields(carried, types, s.loc, yields))
+  if (!carriedYields(loop, s.loc, yields))
     return false;
   scf::YieldOp::create(b_, ml, yields);
-  bool ok = closeLoop(before, assigned, carried, types, whileOp.getResults(), s.loc);
+  bool ok = closeLoop(loop, whileOp.getResults(), s.loc);
   exitLoop(loop.outer);
   return ok;
 }

@@ -1,5 +1,6 @@
 #include "SemValue.h"
 
+#include <cmath>
 #include <sstream>
 
 namespace tessera::fe {
@@ -56,8 +57,62 @@ std::string SemValue::describe() const {
   case Slice: return "slice";
   case Runtime: return type.isTile() ? "tile " + type.str() : "scalar " + type.str();
   case Func: return "function";
+  case BlockPtr:
+    return std::string(descriptor ? "tensor descriptor of " : "block pointer to ") +
+           TileType{elems[0].type.elem.pointee(), block}.str();
   }
   return "?";
+}
+
+bool sameSem(const SemValue &a, const SemValue &b) {
+  if (a.kind != b.kind)
+    return false;
+  switch (a.kind) {
+  case SemValue::Int: return a.i == b.i;
+  case SemValue::Float: return a.f == b.f || (std::isnan(a.f) && std::isnan(b.f));
+  case SemValue::Bool: return a.b == b.b;
+  case SemValue::DTypeV: return a.dtype == b.dtype;
+  case SemValue::Str: return a.s == b.s;
+  case SemValue::None: return true;
+  case SemValue::Runtime: return a.value == b.value;
+  case SemValue::Func: return a.fn == b.fn;
+  case SemValue::BlockPtr:
+    if (a.block != b.block || a.descriptor != b.descriptor || a.s != b.s)
+      return false;
+    [[fallthrough]];
+  case SemValue::Tuple:
+    if (a.elems.size() != b.elems.size())
+      return false;
+    for (size_t i = 0; i < a.elems.size(); ++i)
+      if (!sameSem(a.elems[i], b.elems[i]))
+        return false;
+    return true;
+  default: return false;
+  }
+}
+
+void numericLeaves(SemValue &v, std::vector<SemValue *> &out) {
+  for (SemValue &e : v.elems) {
+    if (e.isCompound())
+      numericLeaves(e, out);
+    else if (e.isConst() || e.isRuntime())
+      out.push_back(&e);
+  }
+}
+
+bool sameStructure(const SemValue &a, const SemValue &b) {
+  auto number = [](const SemValue &v) { return v.isConst() || v.isRuntime(); };
+  if (number(a) || number(b))
+    return number(a) && number(b);
+  if (!a.isCompound())
+    return sameSem(a, b);
+  if (a.kind != b.kind || a.elems.size() != b.elems.size() || a.block != b.block ||
+      a.descriptor != b.descriptor || a.s != b.s)
+    return false;
+  for (size_t i = 0; i < a.elems.size(); ++i)
+    if (!sameStructure(a.elems[i], b.elems[i]))
+      return false;
+  return true;
 }
 
 } // namespace tessera::fe

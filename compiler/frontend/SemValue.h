@@ -33,7 +33,7 @@ std::string shapeStr(const std::vector<int64_t> &shape); // "(64, 32)"
 bool fitsIn(int64_t v, DType d);
 
 struct SemValue {
-  enum Kind { Invalid, Int, Float, Bool, DTypeV, Str, None, Tuple, Slice, Runtime, Func };
+  enum Kind { Invalid, Int, Float, Bool, DTypeV, Str, None, Tuple, Slice, Runtime, Func, BlockPtr };
   Kind kind = Invalid;
   int64_t i = 0;
   double f = 0;
@@ -45,6 +45,13 @@ struct SemValue {
   TileType type;               // Runtime
   const FunctionDef *fn = nullptr; // Func
   const ModuleInfo *fnModule = nullptr;
+  // BlockPtr: a block pointer (make_block_ptr) or, with `descriptor`, a
+  // tensor descriptor (make_tensor_descriptor). `elems` holds its numbers:
+  // the base pointer, then `rank` extents, `rank` strides and (block pointer
+  // only) `rank` offsets; `block` is the block shape. A descriptor keeps its
+  // padding ("zero" or "nan") in `s`.
+  std::vector<int64_t> block;
+  bool descriptor = false;
 
   static SemValue invalid() { return {}; }
   static SemValue ofInt(int64_t v) { SemValue r; r.kind = Int; r.i = v; return r; }
@@ -60,9 +67,26 @@ struct SemValue {
   bool isConst() const { return kind == Int || kind == Float || kind == Bool; }
   bool isRuntime() const { return kind == Runtime; }
   bool isTile() const { return kind == Runtime && type.isTile(); }
+  /// A value made of other values, whose numbers a loop carries one by one.
+  bool isCompound() const { return kind == Tuple || kind == BlockPtr; }
+  // The parts of a BlockPtr.
+  size_t rank() const { return block.size(); }
+  const SemValue &bpBase() const { return elems[0]; }
+  const SemValue &bpShape(size_t d) const { return elems[1 + d]; }
+  const SemValue &bpStride(size_t d) const { return elems[1 + rank() + d]; }
+  const SemValue &bpOffset(size_t d) const { return elems[1 + 2 * rank() + d]; }
   /// Describes the value for diagnostics: "constexpr int 3", "f32[64]", "tuple of 2".
   std::string describe() const;
 };
+
+/// Whether two values are the same: equal constants, the same SSA value.
+bool sameSem(const SemValue &a, const SemValue &b);
+/// The numbers (constants and run-time values) inside a compound value,
+/// depth first: what a loop carries, or an `if` merges, one by one.
+void numericLeaves(SemValue &v, std::vector<SemValue *> &out);
+/// Whether `a` and `b` differ at most in their numbers: same kinds, tuple
+/// lengths, block shapes and non-numeric parts.
+bool sameStructure(const SemValue &a, const SemValue &b);
 
 } // namespace tessera::fe
 

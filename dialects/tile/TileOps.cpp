@@ -444,8 +444,32 @@ struct ShapeOfSplat : OpRewritePattern<OpTy> {
     return success();
   }
 };
+
+// c + dot(a, b, 0) -> dot(a, b, c): `acc += dot(a, b)` accumulates in the
+// tensor cores like `acc = dot(a, b, acc)`, and its loop keeps the form that
+// the software pipeliner knows (as Triton combines them).
+template <typename AddOp>
+struct AccumulateIntoDot : OpRewritePattern<AddOp> {
+  using OpRewritePattern<AddOp>::OpRewritePattern;
+  LogicalResult matchAndRewrite(AddOp add, PatternRewriter &rewriter) const override {
+    for (int k = 0; k < 2; ++k) {
+      auto dot = add->getOperand(k).template getDefiningOp<DotOp>();
+      Value other = add->getOperand(1 - k);
+      if (!dot || !dot->hasOneUse() || other.getType() != dot.getType() ||
+          !(matchPattern(dot.getAcc(), m_AnyZeroFloat()) || matchPattern(dot.getAcc(), m_Zero())))
+        continue;
+      rewriter.replaceOpWithNewOp<DotOp>(add, dot.getType(), dot.getA(), dot.getB(), other,
+                                         dot.getInputPrecisionAttr());
+      return success();
+    }
+    return failure();
+  }
+};
 } // namespace
 
+void DotOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *ctx) {
+  results.add<AccumulateIntoDot<arith::AddFOp>, AccumulateIntoDot<arith::AddIOp>>(ctx);
+}
 void AddPtrOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *ctx) {
   results.add<FoldAddPtrChain>(ctx);
 }

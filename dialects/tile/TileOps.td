@@ -176,6 +176,7 @@ def Tile_DotOp : Tile_Op<"dot", [Pure, AllTypesMatch<["acc", "result"]>]> {
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$a `,` $b `,` $acc attr-dict `:` type($a) `*` type($b) `->` type($result)";
   let hasVerifier = 1;
+  let hasCanonicalizer = 1;
 }
 
 def Tile_ReduceOp : Tile_Op<"reduce", [Pure]> {

@@ -222,7 +222,8 @@ def k(X: *f32, n: i32):
         T = f16
 )SRC") == err(4, 5,
               "variable 'T' holds type f16 in one branch and type f32 in the other; only "
-              "numbers and tiles can differ between branches of a run-time 'if'",
+              "numbers, tiles and the numbers inside tuples and block pointers can differ "
+              "between branches of a run-time 'if'",
               "    if n > 0:"));
 }
 
@@ -548,9 +549,9 @@ TEST_CASE("diagnostics: builtin argument binding", "[diagnostics][builtins]") {
   // Too many.
   CHECK(errorsOf(R"SRC(@kernel
 def k(X: *f32):
-    x = load(X, None, 0.0, False, "", "", 1)
-)SRC") == err(3, 43, "load() takes 1 to 6 arguments but 7 were given",
-              "    x = load(X, None, 0.0, False, \"\", \"\", 1)"));
+    x = load(X, None, 0.0, False, "", "", None, "", 1)
+)SRC") == err(3, 53, "load() takes 1 to 8 arguments but 9 were given",
+              "    x = load(X, None, 0.0, False, \"\", \"\", None, \"\", 1)"));
   // Missing a required one.
   CHECK(errorsOf(R"SRC(@kernel
 def k(X: *f32):

@@ -5,6 +5,8 @@
 //   Shape.cpp      program_id, num_programs, arange, zeros, full, zeros_like,
 //                  broadcast_to, reshape, trans, expand_dims, gather
 //   Memory.cpp     load, store, atomic_*
+//   BlockPointer.cpp  make_block_ptr, advance, make_tensor_descriptor,
+//                  load/store_tensor_descriptor (and load/store through them)
 //   DotReduce.cpp  dot, sum, max, min, argmax, argmin, reduce
 //   Math.cpp       exp ... ceil, abs, fma, where, maximum, minimum, cdiv,
 //                  fdiv, div_rn
@@ -71,6 +73,29 @@ public:
   SemValue onStore();
   SemValue onAtomicRMW(); // atomic_add, _max, _min, _and, _or, _xor, _xchg
   bool memoryHints(size_t first, bool isLoad, mlir::StringAttr &cop, mlir::StringAttr &evict);
+  bool addressingArgs(const std::vector<std::pair<size_t, const char *>> &pointerOnly,
+                      const std::vector<std::pair<size_t, const char *>> &blockOnly);
+  // BlockPointer.cpp
+  SemValue onMakeBlockPtr();
+  SemValue onMakeTensorDescriptor();
+  SemValue onAdvance();
+  SemValue onLoadTensorDescriptor();
+  SemValue onStoreTensorDescriptor();
+  SemValue makeBlock(bool descriptor);
+  std::optional<std::vector<SemValue>> integerTuple(const Arg &x, const char *what, size_t rank);
+  SemValue offsetValue(const SemValue &v);
+  std::optional<std::string> paddingArg(const Arg &x);
+  std::optional<std::vector<bool>> boundaryCheckArg(const Arg &x, size_t rank);
+  std::optional<std::vector<SemValue>> blockOffsets(const SemValue &bp, const Arg *offsets);
+  bool requireDescriptor(const Arg &x);
+  bool blockAddresses(const SemValue &bp, const std::vector<SemValue> &offsets,
+                      const std::vector<bool> &checked, SemValue &ptrs, SemValue &mask);
+  SemValue loadBlock(const SemValue &bp, const std::vector<SemValue> &offsets,
+                     const std::vector<bool> &checked, const std::string &padding, bool isVolatile,
+                     mlir::StringAttr cop, mlir::StringAttr evict);
+  SemValue storeBlock(const SemValue &bp, const std::vector<SemValue> &offsets,
+                      const std::vector<bool> &checked, const SemValue &value, Loc valueLoc,
+                      mlir::StringAttr cop, mlir::StringAttr evict);
   bool atomicOrdering(size_t first, tile::MemSem &sem, tile::MemScope &scope);
   bool userCombine(mlir::Region &region, const std::vector<SemValue> &ins, const Arg &fn);
   SemValue onInlineAsm(); // Misc.cpp

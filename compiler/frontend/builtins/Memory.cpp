@@ -44,12 +44,49 @@ bool BuiltinCall::memoryHints(size_t first, bool isLoad, StringAttr &cop, String
   return true;
 }
 
+// A load or store names its memory by pointers, with `pointerOnly` (mask=,
+// other=), or by a block pointer, with `blockOnly` (boundary_check=,
+// padding_option=); not by a mix, and not by a tensor descriptor.
+bool BuiltinCall::addressingArgs(const std::vector<std::pair<size_t, const char *>> &pointerOnly,
+                                 const std::vector<std::pair<size_t, const char *>> &blockOnly) {
+  const SemValue &p = a[0].value;
+  if (p.kind == SemValue::BlockPtr && p.descriptor) {
+    fail(a[0].loc, name + "() takes a pointer or a block pointer; " + name +
+                       " through a tensor descriptor with desc." + name +
+                       (name == "store" ? "(offsets, value)" : "(offsets)"));
+    return false;
+  }
+  bool block = p.kind == SemValue::BlockPtr;
+  for (auto [k, param] : block ? pointerOnly : blockOnly)
+    if (!isNone(a[k])) {
+      fail(a[k].loc, block ? name + "() through a block pointer takes boundary_check=, not " +
+                                 param + "= (the block's extents bound it)"
+                           : name + "() " + param + "= needs a block pointer from make_block_ptr()");
+      return false;
+    }
+  return true;
+}
+
 SemValue BuiltinCall::onLoad() {
-  if (!bind({{"ptr", "mask", "other", "volatile", "cache_modifier", "eviction_policy"}, 1}) ||
-      !pointerArg(a[0]))
+  if (!bind({{"ptr", "mask", "other", "volatile", "cache_modifier", "eviction_policy",
+              "boundary_check", "padding_option"},
+             1}))
+    return SemValue::invalid();
+  if (!addressingArgs({{1, "mask"}, {2, "other"}}, {{6, "boundary_check"}, {7, "padding_option"}}))
     return SemValue::invalid();
   StringAttr cop, evict;
   if (!memoryHints(4, true, cop, evict))
+    return SemValue::invalid();
+  if (a[0].value.kind == SemValue::BlockPtr) {
+    const SemValue &bp = a[0].value;
+    auto checked = boundaryCheckArg(a[6], bp.rank());
+    auto padding = checked ? paddingArg(a[7]) : std::nullopt;
+    auto isVolatile = padding ? flagArg(a[3], "volatile", false) : std::nullopt;
+    if (!isVolatile)
+      return SemValue::invalid();
+    return loadBlock(bp, *blockOffsets(bp, nullptr), *checked, *padding, *isVolatile, cop, evict);
+  }
+  if (!pointerArg(a[0]))
     return SemValue::invalid();
   SemValue ptr = a[0].value, mask, other;
   std::vector<SemValue *> vals{&ptr};
@@ -81,10 +118,20 @@ SemValue BuiltinCall::onLoad() {
 }
 
 SemValue BuiltinCall::onStore() {
-  if (!bind({{"ptr", "value", "mask", "cache_modifier", "eviction_policy"}, 2}) || !pointerArg(a[0]))
+  if (!bind({{"ptr", "value", "mask", "cache_modifier", "eviction_policy", "boundary_check"}, 2}) ||
+      !addressingArgs({{2, "mask"}}, {{5, "boundary_check"}}))
     return SemValue::invalid();
   StringAttr cop, evict;
   if (!memoryHints(3, false, cop, evict))
+    return SemValue::invalid();
+  if (a[0].value.kind == SemValue::BlockPtr) {
+    const SemValue &bp = a[0].value;
+    auto checked = boundaryCheckArg(a[5], bp.rank());
+    if (!checked)
+      return SemValue::invalid();
+    return storeBlock(bp, *blockOffsets(bp, nullptr), *checked, a[1].value, a[1].loc, cop, evict);
+  }
+  if (!pointerArg(a[0]))
     return SemValue::invalid();
   SemValue ptr = a[0].value, mask;
   SemValue value = castTo(a[1].value, ptr.type.elem.pointee(), a[1].loc);
