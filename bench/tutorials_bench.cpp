@@ -7,7 +7,9 @@
 //     backward including the zeroing of its locks and partial sums;
 //   the low-memory dropout tutorial on 2^26 f32, and a device-to-device copy
 //     of the same bytes;
-//   the fused attention tutorial (06), forward and backward, causal and not.
+//   the fused attention tutorial (06), forward and backward, causal and not;
+//   the matmul tutorials (03, pointer arithmetic with no hints; 08, block
+//     pointers) in f16 at 4096^3 and 8192^3.
 // Prints one JSON line. Argument: num_warps for the row operations.
 #include "BenchTiming.h"
 
@@ -140,6 +142,49 @@ int main(int argc, char **argv) {
     auto runCopy = [&] { d_out.memory().copyFrom(d_in.memory(), d_in.bytes(), 0, 0, ctx.stream()); };
     std::printf(", \"dropout_ms\": %.6f, \"copy_ms\": %.6f", bench::medianMs(ctx, runDrop, 20, 7),
                 bench::medianMs(ctx, runCopy, 20, 7));
+  }
+  // The matmul tutorials, f16 at 4096^3 and 8192^3 with their 128 x 128 x 64
+  // tiles and 8 warps: 03 indexes pointers by hand with run-time strides and
+  // no hints, 08 goes through block pointers. 64 entries of each product
+  // are checked against fp64 first. Once per run (with 8 warps).
+  if (warps == 8) {
+    const std::string dir = std::string(TESSERA_SOURCE_DIR) + "/examples/tutorials/";
+    JitOptions mo;
+    mo.numWarps = 8;
+    for (int32_t S : {4096, 8192}) {
+      std::vector<f16> ha(size_t(S) * S), hb(size_t(S) * S);
+      for (auto &v : ha)
+        v = f16(u(rng));
+      for (auto &v : hb)
+        v = f16(u(rng));
+      auto a = ctx.upload(ha), b = ctx.upload(hb);
+      auto c = ctx.alloc<f16>(size_t(S) * S);
+      const std::pair<const char *, const char *> tutorials[] = {
+          {"03_matmul.tile", "matmul_kernel"},
+          {"08_block_pointer_matmul.tile", "matmul_kernel_with_block_pointers"}};
+      for (auto [file, kernel] : tutorials) {
+        Kernel mm = compile(ctx, dir + file, kernel, {}, mo);
+        auto run = [&] {
+          mm.launch(ctx.stream(), Grid{unsigned((S / 128) * (S / 128))}, a, b, c, S, S, S, S, 1, S,
+                    1, S, 1);
+        };
+        run();
+        std::vector<f16> hc = c.toHost();
+        double err = 0;
+        std::mt19937 pick(S);
+        for (int t = 0; t < 64; ++t) {
+          size_t i = pick() % size_t(S), j = pick() % size_t(S);
+          double want = 0;
+          for (size_t q = 0; q < size_t(S); ++q)
+            want += double(ha[i * S + q].toFloat()) * double(hb[q * S + j].toFloat());
+          err = std::max(err, std::fabs(hc[i * S + j].toFloat() - want) / (1 + std::fabs(want)));
+        }
+        std::string key = std::string(file).substr(0, 2) == "03" ? "matmul" : "block_ptr_matmul";
+        key += "_" + std::to_string(S);
+        std::printf(", \"%s_ms\": %.6f, \"%s_err\": %.3g", key.c_str(),
+                    bench::medianMs(ctx, run, 10, 5), key.c_str(), err);
+      }
+    }
   }
   // Fused attention (the tutorial port), 4 x 32 heads, head dim 64, f16, at
   // the tutorial's blocks: forward, and backward (preprocessing + dK/dV/dQ),

@@ -6,7 +6,9 @@ for Tessera, torch here, in the same run), written to bench/results/tutorials.js
   * the layer norm tutorial's forward, and forward + backward, at 4096 x 8192
     f16 against torch.nn.functional.layer_norm and its backward;
   * the low-memory dropout tutorial on 2^26 f32 as a fraction of a
-    device-to-device copy of the same bytes.
+    device-to-device copy of the same bytes;
+  * the matmul tutorials (03, and 08 through block pointers) at 4096^3 and
+    8192^3 f16 against cuBLAS (torch.matmul).
 
     python3 bench/tutorials_peers.py --bin build/bin/tutorials_bench --commit $(git rev-parse --short HEAD)
 """
@@ -58,10 +60,15 @@ def torch_ms():
                     q.grad = k.grad = v.grad = None
                     f().backward(do)
                 out[key + "_fwd_bwd"] = median_ms(fb)
+    # cuBLAS through torch.matmul, f16, the matmul tutorials' shapes.
+    for s in MATMUL_S:
+        a, b = (torch.rand(s, s, device="cuda", dtype=torch.float16) * 2 - 1 for _ in range(2))
+        out[f"matmul_{s}"] = median_ms(lambda: torch.matmul(a, b), iters=10, reps=5)
     return out
 
 
 ATTN_N = (1024, 4096)
+MATMUL_S = (4096, 8192)
 
 
 def attn_flops(n, causal, passes):
@@ -123,13 +130,31 @@ def main():
                          "sdpa_flash_fwd_ms": peers[key + "_fwd"], "sdpa_flash_fwd_bwd_ms": peers[key + "_fwd_bwd"],
                          "fwd_vs_sdpa_flash": peers[key + "_fwd"] / fwd,
                          "fwd_bwd_vs_sdpa_flash": peers[key + "_fwd_bwd"] / fb})
+    m = ours[8]
+    for s in MATMUL_S:
+        peer = peers[f"matmul_{s}"]
+        for kind, label in (("matmul", "tutorial 03 (pointer arithmetic, run-time strides, no hints)"),
+                            ("block_ptr_matmul", "tutorial 08 (block pointers)")):
+            ms = m[f"{kind}_{s}_ms"]
+            rows.append({"op": kind, "shape": [s, s, s], "dtype": "f16", "tessera_ms": ms,
+                         "tessera_tflops": 2.0 * s ** 3 / ms / 1e9, "check_err": m[f"{kind}_{s}_err"],
+                         "cublas_ms": peer, "cublas_ms_before_after": [before[f"matmul_{s}"], after[f"matmul_{s}"]],
+                         "vs_cublas": peer / ms})
+            if kind == "matmul":  # issue 16's first row, measured here beside its peer
+                targets.append({"name": f"tutorial-style fp16 matmul with no hints (tutorial 03), {s}^3, vs cuBLAS "
+                                        "(issue 16; cublas_ms / tessera_ms)",
+                                "measured": round(peer / ms, 4), "target": 0.95, "better": "higher",
+                                "met": peer / ms >= 0.95})
     note = ("Issue 15. bench/tutorials_bench.cpp: row operations one program per row (cumsum Hillis-Steele, "
             "sort and topk a bitonic network), the better of 4 and 8 warps, checked against the CPU on 64 rows; "
             "the layer norm and dropout tutorial ports of examples/tutorials at the tutorial's configurations "
             "(layer norm backward includes zeroing its locks and partials, as the tutorial does). "
             "torch before and after, the faster kept; medians of 7 x 20 launches, L2 not flushed. "
             "The fused attention tutorial port (06) at 4 x 32 heads x N x 64 f16 against torch SDPA's flash "
-            "backend: figures only (issue 15 asks for its correctness; its speed targets are issue 16's).")
+            "backend: figures only (issue 15 asks for its correctness; its speed targets are issue 16's). "
+            "The matmul tutorials 03 (run-time strides, no hints; its target row is issue 16's) and 08 (block "
+            "pointers) at their 128 x 128 x 64 tiles, 8 warps, 4 stages, f16, against torch.matmul (cuBLAS), "
+            "medians of 5 x 10 launches.")
     write_results(args.out, "tutorials", args.commit, note, rows, targets)
 
 

@@ -4,6 +4,7 @@
 //
 //   example_tutorials [NAME...]     vector_add fused_softmax matmul dropout layer_norm
 //                                   fused_attention fused_attention_causal
+//                                   block_pointer_matmul
 //
 // On a GPU the tutorials' own sizes and configurations; in the CPU
 // interpreter (no GPU, or TESSERA_INTERPRET=1) smaller sizes. Exits 1 when a
@@ -157,6 +158,32 @@ bool matmul(Context &ctx, std::mt19937 &rng) {
   return rep.ok;
 }
 
+// Tutorial 08 at a ragged size: the block pointers' boundary checks pad the
+// edges that no tile size divides.
+bool blockPointerMatmul(Context &ctx, std::mt19937 &rng) {
+  Report rep;
+  int32_t M = ctx.isInterpreter() ? 150 : 1000, N = ctx.isInterpreter() ? 130 : 1100,
+          K = ctx.isInterpreter() ? 100 : 1030;
+  auto a = toHalf(uniform(rng, size_t(M) * K)), b = toHalf(uniform(rng, size_t(K) * N));
+  Kernel k = compile(ctx, tutorial("08_block_pointer_matmul.tile"),
+                     "matmul_kernel_with_block_pointers", {});
+  auto da = ctx.upload(a), db = ctx.upload(b);
+  auto dc = ctx.alloc<f16>(size_t(M) * N);
+  unsigned grid = unsigned(((M + 127) / 128) * ((N + 127) / 128));
+  k.launch(ctx.stream(), Grid{grid}, da, db, dc, M, N, K, K, 1, N, 1, N, 1);
+  std::vector<double> want(size_t(M) * N);
+  for (int32_t i = 0; i < M; ++i)
+    for (int32_t j = 0; j < N; ++j) {
+      double s = 0;
+      for (int32_t kk = 0; kk < K; ++kk)
+        s += double(a[size_t(i) * K + kk].toFloat()) * double(b[size_t(kk) * N + j].toFloat());
+      want[size_t(i) * N + j] = s;
+    }
+  rep.check("A @ B f16 " + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K),
+            relErr(widen(dc.toHost()), want), 2e-3);
+  return rep.ok;
+}
+
 bool dropout(Context &ctx, std::mt19937 &rng) {
   Report rep;
   int32_t n = ctx.isInterpreter() ? 10007 : (1 << 20);
@@ -301,13 +328,14 @@ int main(int argc, char **argv) {
       {"vector_add", vectorAdd}, {"fused_softmax", fusedSoftmax}, {"matmul", matmul},
       {"dropout", dropout},      {"layer_norm", layerNorm},
       {"fused_attention", [](Context &c, std::mt19937 &r) { return fusedAttention(c, r, false); }},
-      {"fused_attention_causal", [](Context &c, std::mt19937 &r) { return fusedAttention(c, r, true); }}};
+      {"fused_attention_causal", [](Context &c, std::mt19937 &r) { return fusedAttention(c, r, true); }},
+      {"block_pointer_matmul", blockPointerMatmul}};
   std::vector<std::string> names;
   for (int i = 1; i < argc; ++i)
     names.push_back(argv[i]);
   if (names.empty())
     names = {"vector_add", "fused_softmax", "matmul", "dropout", "layer_norm", "fused_attention",
-             "fused_attention_causal"};
+             "fused_attention_causal", "block_pointer_matmul"};
   try {
     std::string why;
     Context ctx = Context::gpuOrInterpreter(&why);
