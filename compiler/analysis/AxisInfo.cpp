@@ -65,7 +65,16 @@ bool nonNegative(Value v, int depth = 0) {
     return nonNegative(op->getOperand(0), depth + 1);
   if (isa<arith::RemSIOp>(op)) // the remainder takes the dividend's sign
     return nonNegative(op->getOperand(0), depth + 1);
-  if (isa<arith::AddIOp, arith::MulIOp, arith::DivSIOp, arith::MinSIOp>(op))
+  // A quotient of a non-negative dividend by a run-time divisor counts as
+  // non-negative: index arithmetic divides by positive counts (a group size,
+  // a number of blocks), as Triton's analysis assumes, and Triton's grouped
+  // tile order `(pid % group) // group_size_m` needs it, its group_size_m a
+  // min(count - first, GROUP) that is positive for every program the grid
+  // launches. A negative run-time divisor in an index is outside this
+  // (docs/performance.md, "What axis analysis assumes").
+  if (isa<arith::DivSIOp>(op))
+    return nonNegative(op->getOperand(0), depth + 1);
+  if (isa<arith::AddIOp, arith::MulIOp, arith::MinSIOp>(op))
     return nonNegative(op->getOperand(0), depth + 1) && nonNegative(op->getOperand(1), depth + 1);
   if (isa<arith::MaxSIOp>(op))
     return nonNegative(op->getOperand(0), depth + 1) || nonNegative(op->getOperand(1), depth + 1);
