@@ -14,6 +14,7 @@
 #include "BenchTiming.h"
 
 #include "tessera/Half.h"
+#include "tessera/TunedKernel.h"
 
 #include <algorithm>
 #include <cmath>
@@ -143,14 +144,16 @@ int main(int argc, char **argv) {
     std::printf(", \"dropout_ms\": %.6f, \"copy_ms\": %.6f", bench::medianMs(ctx, runDrop, 20, 7),
                 bench::medianMs(ctx, runCopy, 20, 7));
   }
-  // The matmul tutorials, f16 at 4096^3 and 8192^3 with their 128 x 128 x 64
-  // tiles and 8 warps: 03 indexes pointers by hand with run-time strides and
-  // no hints, 08 goes through block pointers. 64 entries of each product
-  // are checked against fp64 first. Once per run (with 8 warps).
+  // The matmul tutorials, f16 at 4096^3 and 8192^3, each tuned over its
+  // @autotune configs (Triton's list) by the autotuner, as the tutorials tune
+  // with triton.autotune: 03 indexes pointers by hand with run-time strides
+  // and no hints, 08 goes through block pointers. 64 entries of each
+  // product are checked against fp64. Once per run (in the 8-warp run).
   if (warps == 8) {
     const std::string dir = std::string(TESSERA_SOURCE_DIR) + "/examples/tutorials/";
-    JitOptions mo;
-    mo.numWarps = 8;
+    const std::pair<const char *, const char *> tutorials[] = {
+        {"03_matmul.tile", "matmul_kernel"},
+        {"08_block_pointer_matmul.tile", "matmul_kernel_with_block_pointers"}};
     for (int32_t S : {4096, 8192}) {
       std::vector<f16> ha(size_t(S) * S), hb(size_t(S) * S);
       for (auto &v : ha)
@@ -159,15 +162,12 @@ int main(int argc, char **argv) {
         v = f16(u(rng));
       auto a = ctx.upload(ha), b = ctx.upload(hb);
       auto c = ctx.alloc<f16>(size_t(S) * S);
-      const std::pair<const char *, const char *> tutorials[] = {
-          {"03_matmul.tile", "matmul_kernel"},
-          {"08_block_pointer_matmul.tile", "matmul_kernel_with_block_pointers"}};
       for (auto [file, kernel] : tutorials) {
-        Kernel mm = compile(ctx, dir + file, kernel, {}, mo);
-        auto run = [&] {
-          mm.launch(ctx.stream(), Grid{unsigned((S / 128) * (S / 128))}, a, b, c, S, S, S, S, 1, S,
-                    1, S, 1);
+        TunedKernel mm(ctx, dir + file, kernel);
+        auto grid = [&](const Config &cfg) {
+          return Grid::of(cdiv(S, cfg.get("BLOCK_SIZE_M")) * cdiv(S, cfg.get("BLOCK_SIZE_N")));
         };
+        auto run = [&] { mm.launch(ctx.stream(), grid, a, b, c, S, S, S, S, 1, S, 1, S, 1); };
         run();
         std::vector<f16> hc = c.toHost();
         double err = 0;
@@ -181,8 +181,9 @@ int main(int argc, char **argv) {
         }
         std::string key = std::string(file).substr(0, 2) == "03" ? "matmul" : "block_ptr_matmul";
         key += "_" + std::to_string(S);
-        std::printf(", \"%s_ms\": %.6f, \"%s_err\": %.3g", key.c_str(),
-                    bench::medianMs(ctx, run, 10, 5), key.c_str(), err);
+        std::printf(", \"%s_ms\": %.6f, \"%s_err\": %.3g, \"%s_config\": \"%s\"", key.c_str(),
+                    bench::medianMs(ctx, run, 10, 5), key.c_str(), err, key.c_str(),
+                    mm.lastDecision().config.str().c_str());
       }
     }
   }

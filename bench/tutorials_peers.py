@@ -137,6 +137,7 @@ def main():
                             ("block_ptr_matmul", "tutorial 08 (block pointers)")):
             ms = m[f"{kind}_{s}_ms"]
             rows.append({"op": kind, "shape": [s, s, s], "dtype": "f16", "tessera_ms": ms,
+                         "config": m[f"{kind}_{s}_config"],
                          "tessera_tflops": 2.0 * s ** 3 / ms / 1e9, "check_err": m[f"{kind}_{s}_err"],
                          "cublas_ms": peer, "cublas_ms_before_after": [before[f"matmul_{s}"], after[f"matmul_{s}"]],
                          "vs_cublas": peer / ms})
@@ -153,8 +154,8 @@ def main():
             "The fused attention tutorial port (06) at 4 x 32 heads x N x 64 f16 against torch SDPA's flash "
             "backend: figures only (issue 15 asks for its correctness; its speed targets are issue 16's). "
             "The matmul tutorials 03 (run-time strides, no hints; its target row is issue 16's) and 08 (block "
-            "pointers) at their 128 x 128 x 64 tiles, 8 warps, 4 stages, f16, against torch.matmul (cuBLAS), "
-            "medians of 5 x 10 launches.")
+            "pointers), f16, each tuned by the autotuner over its @autotune configs (Triton's tutorial list) "
+            "in the same run, against torch.matmul (cuBLAS); medians of 5 x 10 launches.")
     write_results(args.out, "tutorials", args.commit, note, rows, targets)
 
 

@@ -73,8 +73,16 @@ namespace {
 
 /// An integer tile of rank <= 2: rest + sum over d of stride_d * (origin_d + i_d).
 struct AffineTile {
+  /// A dimension whose index `wrap.origin + i` was taken modulo `modulus`
+  /// (Triton's `(pid * BM + arange(0, BM)) % M`), read here without the
+  /// remainder: only for pointers, and only where no wrapped element is
+  /// ever stored (wrapObservedWhy).
+  struct Wrap {
+    LinearForm modulus, origin;
+  };
   struct Dim {
     LinearForm stride, origin;
+    std::optional<Wrap> wrap;
   };
   LinearForm rest;
   std::optional<Dim> dim[2];
@@ -90,7 +98,7 @@ Value throughViews(Value v) {
   return v;
 }
 
-std::optional<AffineTile> affineOf(Value v);
+std::optional<AffineTile> affineOf(Value v, bool unwrap = false);
 
 /// a + b; folds a uniform addend into the origin of a lone unit-stride dim
 /// (`pid * BM + arange(0, BM)` starts at pid * BM).
@@ -112,7 +120,7 @@ std::optional<AffineTile> addAffine(AffineTile a, const AffineTile &b, int64_t k
   return a;
 }
 
-std::optional<AffineTile> affineOf(Value v) {
+std::optional<AffineTile> affineOf(Value v, bool unwrap) {
   v = throughViews(v);
   if (!isa<RankedTensorType>(v.getType())) // a scalar
     return AffineTile{linearFormOf(v), {}};
@@ -124,16 +132,29 @@ std::optional<AffineTile> affineOf(Value v) {
       isa<IntegerType>(dense.getElementType()))
     return AffineTile{LinearForm::constant(dense.getSplatValue<APInt>().getSExtValue()), {}};
   if (auto sp = dyn_cast<tile::SplatOp>(op))
-    return affineOf(sp.getSrc());
+    return affineOf(sp.getSrc(), unwrap);
   if (auto r = dyn_cast<tile::MakeRangeOp>(op)) {
     AffineTile t;
     t.dim[0] = AffineTile::Dim{LinearForm::constant(1), LinearForm::constant(r.getStart())};
     return t;
   }
   if (isa<arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp>(op))
-    return affineOf(op->getOperand(0));
+    return affineOf(op->getOperand(0), unwrap);
+  if (isa<arith::RemSIOp>(op) && unwrap) {
+    // x % n, n the same for every element, x one run of consecutive indices:
+    // x, remembering the wrap (the caller checks that it is never observed).
+    std::optional<AffineTile> x = affineOf(op->getOperand(0), unwrap), n = affineOf(op->getOperand(1));
+    if (!x || !n || !n->uniform() || (x->dim[0] && x->dim[1]) || x->uniform() ||
+        !(x->rest == LinearForm()))
+      return std::nullopt;
+    AffineTile::Dim &d = *(x->dim[0] ? x->dim[0] : x->dim[1]);
+    if (d.wrap || !(d.stride == LinearForm::constant(1)))
+      return std::nullopt;
+    d.wrap = AffineTile::Wrap{n->rest, d.origin};
+    return x;
+  }
   if (auto ex = dyn_cast<tile::ExpandDimsOp>(op)) {
-    std::optional<AffineTile> t = affineOf(ex.getSrc());
+    std::optional<AffineTile> t = affineOf(ex.getSrc(), unwrap);
     if (!t || t->dim[1] || cast<RankedTensorType>(ex.getSrc().getType()).getRank() != 1)
       return std::nullopt;
     if (ex.getAxis() == 0)
@@ -141,13 +162,13 @@ std::optional<AffineTile> affineOf(Value v) {
     return t;
   }
   if (isa<arith::AddIOp, arith::SubIOp>(op)) {
-    std::optional<AffineTile> a = affineOf(op->getOperand(0)), b = affineOf(op->getOperand(1));
+    std::optional<AffineTile> a = affineOf(op->getOperand(0), unwrap), b = affineOf(op->getOperand(1), unwrap);
     if (!a || !b)
       return std::nullopt;
     return addAffine(*a, *b, isa<arith::AddIOp>(op) ? 1 : -1);
   }
   if (isa<arith::MulIOp>(op)) {
-    std::optional<AffineTile> a = affineOf(op->getOperand(0)), b = affineOf(op->getOperand(1));
+    std::optional<AffineTile> a = affineOf(op->getOperand(0), unwrap), b = affineOf(op->getOperand(1), unwrap);
     if (!a || !b)
       return std::nullopt;
     if (!b->uniform())
@@ -195,7 +216,7 @@ std::optional<PointerTile> pointerOf(Value p, Block &entry) {
   }
   if (auto ap = dyn_cast_or_null<tile::AddPtrOp>(op)) {
     std::optional<PointerTile> base = pointerOf(ap.getPtr(), entry);
-    std::optional<AffineTile> off = affineOf(ap.getOffset());
+    std::optional<AffineTile> off = affineOf(ap.getOffset(), /*unwrap=*/true);
     if (!base || !off)
       return std::nullopt;
     std::optional<AffineTile> sum = addAffine(base->off, *off, 1);
@@ -216,6 +237,94 @@ void conjuncts(Value m, SmallVectorImpl<Value> &out) {
     return;
   }
   out.push_back(m);
+}
+
+/// Whether the mask of `st` keeps only the elements whose index along
+/// dimension `dim` is below the modulus of `w`: a conjunct `idx < modulus`
+/// with idx the wrapped index (`w.origin + i`).
+bool masksWrap(tile::StoreOp st, int dim, const AffineTile::Wrap &w) {
+  if (!st.getMask())
+    return false;
+  SmallVector<Value> terms;
+  conjuncts(st.getMask(), terms);
+  for (Value c : terms) {
+    auto cmp = c.getDefiningOp<arith::CmpIOp>();
+    if (!cmp || (cmp.getPredicate() != arith::CmpIPredicate::slt &&
+                 cmp.getPredicate() != arith::CmpIPredicate::sgt))
+      continue;
+    bool lt = cmp.getPredicate() == arith::CmpIPredicate::slt;
+    std::optional<AffineTile> x = affineOf(lt ? cmp.getLhs() : cmp.getRhs());
+    std::optional<AffineTile> y = affineOf(lt ? cmp.getRhs() : cmp.getLhs());
+    if (x && y && y->uniform() && x->dim[dim] && !x->dim[1 - dim] && x->rest == LinearForm() &&
+        x->dim[dim]->stride == LinearForm::constant(1) && x->dim[dim]->origin == w.origin &&
+        y->rest == w.modulus)
+      return true;
+  }
+  return false;
+}
+
+/// Why reading dimension `td` of the tile that `ld` loads without its wrap
+/// `w` could change what the kernel stores, or "" when it cannot. It cannot
+/// when the dimension indexes the rows (A) or columns (B) of the dot's
+/// result, and the accumulator leaves the loop only through element-wise
+/// operations into stores whose masks drop every row (column) whose index
+/// reaches the modulus: exactly the ones the wrap would have filled. Then
+/// TMA may read those rows past the tensor's end as zeros instead.
+std::string wrapObservedWhy(tile::LoadOp ld, scf::ForOp loop, int td, const AffineTile::Wrap &w) {
+  // The dot that reads the tile, and which dimension of its result `td` is.
+  Value v = ld.getResult();
+  bool swapped = false;
+  tile::DotOp dot;
+  while (!dot) {
+    if (!v.hasOneUse())
+      return "the tile has more than one user";
+    Operation *u = *v.getUsers().begin();
+    if (isa<tgpu::ConvertLayoutOp>(u)) {
+      v = u->getResult(0);
+    } else if (isa<tile::TransOp>(u)) {
+      swapped = !swapped;
+      v = u->getResult(0);
+    } else if (auto d = dyn_cast<tile::DotOp>(u)) {
+      dot = d;
+    } else {
+      return "the tile reaches the dot through other operations";
+    }
+  }
+  int opDim = swapped ? 1 - td : td;
+  bool isA = dot.getA() == v;
+  if (isA ? opDim != 0 : opDim != 1)
+    return "it wraps the reduction dimension";
+  int accDim = isA ? 0 : 1;
+  auto accArg = dyn_cast<BlockArgument>(dot.getAcc());
+  if (!accArg || accArg.getOwner() != loop.getBody() || accArg.getArgNumber() == 0)
+    return "the dot's accumulator is not carried by the loop";
+  Value result = loop.getResult(accArg.getArgNumber() - 1);
+  auto shape = cast<RankedTensorType>(result.getType()).getShape();
+  SmallVector<Value> work{result};
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  while (!work.empty()) {
+    Value x = work.pop_back_val();
+    for (OpOperand &use : x.getUses()) {
+      Operation *u = use.getOwner();
+      if (!seen.insert(u).second)
+        continue;
+      if (auto st = dyn_cast<tile::StoreOp>(u)) {
+        if (use.getOperandNumber() != 1 || !masksWrap(st, accDim, w))
+          return "a store of the result does not mask the wrapped elements";
+        continue;
+      }
+      auto rt = u->getNumResults() == 1 ? dyn_cast<RankedTensorType>(u->getResult(0).getType())
+                                        : RankedTensorType();
+      bool elementwise = rt && rt.getShape() == shape &&
+                         (isa<tgpu::ConvertLayoutOp>(u) ||
+                          u->getDialect()->getNamespace() == "arith" ||
+                          u->getDialect()->getNamespace() == "math");
+      if (!elementwise)
+        return "the result reaches '" + u->getName().getStringRef().str() + "'";
+      work.push_back(u->getResult(0));
+    }
+  }
+  return "";
 }
 
 bool onlyArgs(const LinearForm &f, Block &entry) {
@@ -268,9 +377,20 @@ std::optional<TensorMapOperand> analyzeTensorMapOperand(tile::LoadOp ld, scf::Fo
   if (!p)
     return no("the pointer tile is not a pointer argument plus affine offsets");
   AffineTile &off = p->off;
+  // A wrapped dimension (`idx % n`) is read unwrapped when no wrapped
+  // element is ever stored; its extent is where the wrap would begin.
+  std::optional<AffineTile::Wrap> wrapOf[2];
+  for (int td = 0; td < 2; ++td)
+    if (off.dim[td] && off.dim[td]->wrap) {
+      if (std::string why = wrapObservedWhy(ld, loop, td, *off.dim[td]->wrap); !why.empty())
+        return no("an index taken modulo a run-time value, and " + why);
+      wrapOf[td] = off.dim[td]->wrap;
+    }
   // From here on, dimensions are the map's: rows, then contiguous columns.
-  if (transposed)
+  if (transposed) {
     std::swap(off.dim[0], off.dim[1]);
+    std::swap(wrapOf[0], wrapOf[1]);
+  }
   if (!off.dim[0] || !off.dim[1] || !(off.rest == LinearForm()))
     return no("the pointer tile is not base + row * stride + column");
   if (!(off.dim[1]->stride == LinearForm::constant(1)))
@@ -308,12 +428,25 @@ std::optional<TensorMapOperand> analyzeTensorMapOperand(tile::LoadOp ld, scf::Fo
         return no("the tile's origin depends on values computed in the loop");
   }
 
-  // Extents from the mask: per dimension one `index < bound`.
-  if (!ld.getMask())
-    return no("the load has no mask to bound it");
-  SmallVector<Value> terms;
-  conjuncts(ld.getMask(), terms);
+  // Extents from the wraps: coordinate origin + i is wrapped from
+  // wrap.origin + i >= modulus on.
   std::optional<LinearForm> extent[2];
+  for (int d = 0; d < 2; ++d) {
+    if (!wrapOf[d])
+      continue;
+    LinearForm e = substitute(wrapOf[d]->modulus);
+    e.add(origin[d]);
+    e.add(substitute(wrapOf[d]->origin), -1);
+    if (e.coef(iv) != 0 || stepOf[d] != 0 || !onlyArgs(e, entry))
+      return no("an index taken modulo a run-time value moves with the loop");
+    extent[d] = e;
+  }
+  // Extents from the mask: per dimension one `index < bound`.
+  SmallVector<Value> terms;
+  if (ld.getMask())
+    conjuncts(ld.getMask(), terms);
+  else if (!extent[0] || !extent[1])
+    return no("the load has no mask to bound it");
   for (Value c : terms) {
     using P = arith::CmpIPredicate;
     auto cmp = c.getDefiningOp<arith::CmpIOp>();
