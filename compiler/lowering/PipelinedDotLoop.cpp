@@ -654,14 +654,13 @@ std::optional<bool> KernelLowering::lowerPipelinedDotLoop(scf::ForOp op) {
     bool wgmma = path != DotPath::MmaSync;
     if (!dotPathAllowed(path, *kind, wgmmaTarget, m->kMajorB()))
       continue;
-    // Warp-specialized first, with a power-of-two stage count (slots and
-    // phases of the running iteration count are then masks and shifts).
+    // Warp-specialized first. Its ring takes any count of stages: slots and
+    // phases come from the running iteration count by a division by it
+    // (masks and shifts for a power of two).
     for (bool ws : {true, false}) {
       if (ws && !(wgmma && opts_.warpSpecialize))
         continue;
       for (int stages = opts_.numStages; stages >= 3; --stages) {
-        if (ws && (stages & (stages - 1)))
-          continue;
         DotLoopEmitter emitter(*this, b_, opts_, smem_, vals_, op, *m, *kind, stages, wgmma, path == DotPath::Swapped, ws);
         if (emitter.applies()) {
           std::string note = !ws && !wsWhy.empty() ? " (not warp-specialized: " + wsWhy + ")" : "";
