@@ -41,7 +41,7 @@ def wrapped(A: *DT, B: *DT, C: *f32, M: i32, N: i32, K: i32, sam: i32, sak: i32,
 )";
 
 double wrappedError(Context &ctx, const std::string &dt, int64_t M, int64_t N, int64_t K,
-                    int warps, int64_t bm, int64_t bn, int64_t bk, bool leaky) {
+                    int warps, int64_t bm, int64_t bn, int64_t bk, bool leaky, int stages = 4) {
   std::mt19937 rng(uint32_t(M * 31 + N * 7 + K));
   DeviceOperand a = uploadOperand(ctx, rng, dt, size_t(M * K));
   DeviceOperand b = uploadOperand(ctx, rng, dt, size_t(K * N));
@@ -49,6 +49,7 @@ double wrappedError(Context &ctx, const std::string &dt, int64_t M, int64_t N, i
   dc.memset(0xFF);
   JitOptions o;
   o.numWarps = warps;
+  o.numStages = stages;
   Kernel k = compileString(ctx, kWrapped, "wrapped.tile", "wrapped",
                            {{"BM", bm}, {"BN", bn}, {"BK", bk}, {"DT", *parseDType(dt)},
                             {"LEAKY", leaky}},
@@ -100,4 +101,11 @@ TEST_CASE("GPU matmul with wrapped (modulo M, N) indices matches fp64", "[gpu][m
                   << "x" << bn << "x" << bk << " leaky " << leaky << ": rel err " << err);
           CHECK(err <= 1e-5);
         }
+  // Warp-specialized rings of 3 and 5 stages (slots and phases by division).
+  for (int stages : {3, 5})
+    for (Shape s : {Shape{1000, 1040, 520}, Shape{256, 512, 192}}) {
+      double err = wrappedError(*ctx, "f16", s.M, s.N, s.K, 8, 128, 256, 64, false, stages);
+      INFO(stages << " stages " << s.M << "x" << s.N << "x" << s.K << ": rel err " << err);
+      CHECK(err <= 1e-5);
+    }
 }
