@@ -239,6 +239,34 @@ void conjuncts(Value m, SmallVectorImpl<Value> &out) {
   out.push_back(m);
 }
 
+/// A conjunct of a mask as a comparison and its operands' affine forms in
+/// the tile's coordinates: a comparison of 1-D indices expanded to 2-D
+/// (`k_ok[None, :]` with `k_ok = rk < K - k0`) counts along the dimension
+/// the expansion puts it on.
+struct MaskTerm {
+  arith::CmpIOp cmp;
+  std::optional<AffineTile> lhs, rhs;
+};
+MaskTerm maskTermOf(Value term) {
+  bool swapDims = false;
+  if (auto ex = term.getDefiningOp<tile::ExpandDimsOp>();
+      ex && cast<RankedTensorType>(ex.getSrc().getType()).getRank() == 1) {
+    swapDims = ex.getAxis() == 0;
+    term = throughViews(ex.getSrc());
+  }
+  MaskTerm t;
+  t.cmp = term.getDefiningOp<arith::CmpIOp>();
+  if (!t.cmp)
+    return t;
+  t.lhs = affineOf(t.cmp.getLhs());
+  t.rhs = affineOf(t.cmp.getRhs());
+  if (swapDims)
+    for (std::optional<AffineTile> *a : {&t.lhs, &t.rhs})
+      if (*a)
+        std::swap((*a)->dim[0], (*a)->dim[1]);
+  return t;
+}
+
 /// Whether the mask of `st` keeps only the elements whose index along
 /// dimension `dim` is below the modulus of `w`: a conjunct `idx < modulus`
 /// with idx the wrapped index (`w.origin + i`).
@@ -248,13 +276,12 @@ bool masksWrap(tile::StoreOp st, int dim, const AffineTile::Wrap &w) {
   SmallVector<Value> terms;
   conjuncts(st.getMask(), terms);
   for (Value c : terms) {
-    auto cmp = c.getDefiningOp<arith::CmpIOp>();
-    if (!cmp || (cmp.getPredicate() != arith::CmpIPredicate::slt &&
-                 cmp.getPredicate() != arith::CmpIPredicate::sgt))
+    MaskTerm t = maskTermOf(c);
+    if (!t.cmp || (t.cmp.getPredicate() != arith::CmpIPredicate::slt &&
+                   t.cmp.getPredicate() != arith::CmpIPredicate::sgt))
       continue;
-    bool lt = cmp.getPredicate() == arith::CmpIPredicate::slt;
-    std::optional<AffineTile> x = affineOf(lt ? cmp.getLhs() : cmp.getRhs());
-    std::optional<AffineTile> y = affineOf(lt ? cmp.getRhs() : cmp.getLhs());
+    bool lt = t.cmp.getPredicate() == arith::CmpIPredicate::slt;
+    std::optional<AffineTile> &x = lt ? t.lhs : t.rhs, &y = lt ? t.rhs : t.lhs;
     if (x && y && y->uniform() && x->dim[dim] && !x->dim[1 - dim] && x->rest == LinearForm() &&
         x->dim[dim]->stride == LinearForm::constant(1) && x->dim[dim]->origin == w.origin &&
         y->rest == w.modulus)
@@ -449,7 +476,8 @@ std::optional<TensorMapOperand> analyzeTensorMapOperand(tile::LoadOp ld, scf::Fo
     return no("the load has no mask to bound it");
   for (Value c : terms) {
     using P = arith::CmpIPredicate;
-    auto cmp = c.getDefiningOp<arith::CmpIOp>();
+    MaskTerm t = maskTermOf(c);
+    arith::CmpIOp cmp = t.cmp;
     P pred = cmp ? cmp.getPredicate() : P::eq;
     // `index < bound`, or `index >= bound` where the bound is the tensor's
     // first element (a block pointer's lower check): TMA reads what lies
@@ -458,8 +486,7 @@ std::optional<TensorMapOperand> analyzeTensorMapOperand(tile::LoadOp ld, scf::Fo
     if (!cmp || !(pred == P::slt || pred == P::sgt || lower))
       return no("a mask term is not `index < bound`");
     bool indexLeft = pred == P::slt || pred == P::sge;
-    std::optional<AffineTile> x = affineOf(indexLeft ? cmp.getLhs() : cmp.getRhs());
-    std::optional<AffineTile> y = affineOf(indexLeft ? cmp.getRhs() : cmp.getLhs());
+    std::optional<AffineTile> &x = indexLeft ? t.lhs : t.rhs, &y = indexLeft ? t.rhs : t.lhs;
     if (!x || !y || !y->uniform() || (x->dim[0] && x->dim[1]) || x->uniform())
       return no("a mask term is not `index < bound` along one dimension");
     int td = x->dim[0] ? 0 : 1;              // the tile's dimension
