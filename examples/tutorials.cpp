@@ -135,14 +135,16 @@ bool fusedSoftmax(Context &ctx, std::mt19937 &rng) {
   return rep.ok;
 }
 
-bool matmul(Context &ctx, std::mt19937 &rng) {
+// A matmul tutorial (03 or 08; row-major f16 operands and result) at a
+// ragged M x N x K against fp64, with `activation` applied to the reference.
+// The grid is the tutorials' default 128 x 128 tiles.
+bool matmulTutorial(Context &ctx, std::mt19937 &rng, const std::string &file,
+                    const std::string &kernel, std::map<std::string, ConstexprValue> constexprs,
+                    int32_t M, int32_t N, int32_t K, const std::string &what,
+                    double (*activation)(double)) {
   Report rep;
-  // Ragged on the GPU: the last tiles wrap (rows % M, columns % N).
-  int32_t M = ctx.isInterpreter() ? 192 : 1000, N = ctx.isInterpreter() ? 192 : 1040,
-          K = ctx.isInterpreter() ? 192 : 520;
   auto a = toHalf(uniform(rng, size_t(M) * K)), b = toHalf(uniform(rng, size_t(K) * N));
-  Kernel k = compile(ctx, tutorial("03_matmul.tile"), "matmul_kernel",
-                     {{"ACTIVATION", std::string("leaky_relu")}});
+  Kernel k = compile(ctx, tutorial(file), kernel, constexprs);
   auto da = ctx.upload(a), db = ctx.upload(b);
   auto dc = ctx.alloc<f16>(size_t(M) * N);
   unsigned grid = unsigned(((M + 127) / 128) * ((N + 127) / 128));
@@ -153,38 +155,30 @@ bool matmul(Context &ctx, std::mt19937 &rng) {
       double s = 0;
       for (int32_t kk = 0; kk < K; ++kk)
         s += double(a[size_t(i) * K + kk].toFloat()) * double(b[size_t(kk) * N + j].toFloat());
-      want[size_t(i) * N + j] = s >= 0 ? s : 0.01 * s;
+      want[size_t(i) * N + j] = activation(s);
     }
-  rep.check("leaky_relu(A @ B) f16 " + std::to_string(M) + "x" + std::to_string(N) + "x" +
-                std::to_string(K),
+  rep.check(what + " f16 " + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K),
             relErr(widen(dc.toHost()), want), 2e-3);
   return rep.ok;
+}
+
+// Tutorial 03, ragged on the GPU: the last tiles wrap (rows % M, columns % N).
+bool matmul(Context &ctx, std::mt19937 &rng) {
+  bool interp = ctx.isInterpreter();
+  return matmulTutorial(ctx, rng, "03_matmul.tile", "matmul_kernel",
+                        {{"ACTIVATION", std::string("leaky_relu")}}, interp ? 192 : 1000,
+                        interp ? 192 : 1040, interp ? 192 : 520, "leaky_relu(A @ B)",
+                        [](double s) { return s >= 0 ? s : 0.01 * s; });
 }
 
 // Tutorial 08 at a ragged size: the block pointers' boundary checks pad the
 // edges that no tile size divides.
 bool blockPointerMatmul(Context &ctx, std::mt19937 &rng) {
-  Report rep;
-  int32_t M = ctx.isInterpreter() ? 150 : 1000, N = ctx.isInterpreter() ? 130 : 1100,
-          K = ctx.isInterpreter() ? 100 : 1030;
-  auto a = toHalf(uniform(rng, size_t(M) * K)), b = toHalf(uniform(rng, size_t(K) * N));
-  Kernel k = compile(ctx, tutorial("08_block_pointer_matmul.tile"),
-                     "matmul_kernel_with_block_pointers", {});
-  auto da = ctx.upload(a), db = ctx.upload(b);
-  auto dc = ctx.alloc<f16>(size_t(M) * N);
-  unsigned grid = unsigned(((M + 127) / 128) * ((N + 127) / 128));
-  k.launch(ctx.stream(), Grid{grid}, da, db, dc, M, N, K, K, 1, N, 1, N, 1);
-  std::vector<double> want(size_t(M) * N);
-  for (int32_t i = 0; i < M; ++i)
-    for (int32_t j = 0; j < N; ++j) {
-      double s = 0;
-      for (int32_t kk = 0; kk < K; ++kk)
-        s += double(a[size_t(i) * K + kk].toFloat()) * double(b[size_t(kk) * N + j].toFloat());
-      want[size_t(i) * N + j] = s;
-    }
-  rep.check("A @ B f16 " + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K),
-            relErr(widen(dc.toHost()), want), 2e-3);
-  return rep.ok;
+  bool interp = ctx.isInterpreter();
+  return matmulTutorial(ctx, rng, "08_block_pointer_matmul.tile",
+                        "matmul_kernel_with_block_pointers", {}, interp ? 150 : 1000,
+                        interp ? 130 : 1100, interp ? 100 : 1030, "A @ B",
+                        [](double s) { return s; });
 }
 
 bool dropout(Context &ctx, std::mt19937 &rng) {

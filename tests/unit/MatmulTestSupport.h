@@ -9,6 +9,7 @@
 #include "tessera/Autotune.h"
 #include "tessera/Context.h"
 #include "tessera/Half.h"
+#include "tessera/Kernel.h"
 #include "tessera/Memory.h"
 
 #include <cmath>
@@ -90,6 +91,35 @@ inline double resultAt(const std::vector<uint8_t> &buf, size_t i, bool isInt) {
   float v;
   std::memcpy(&v, &buf[i * 4], 4);
   return v;
+}
+
+/// Launches matmul kernel `k` on `grid` with the buffers A, B and C (typed
+/// as the kernel's first three parameters) followed by the integer
+/// arguments `ints`, and returns C's bytes.
+inline std::vector<uint8_t> launchMatmul(Context &ctx, const Kernel &k, Grid grid,
+                                         const DeviceMemory &a, const DeviceMemory &b,
+                                         const DeviceMemory &c, const std::vector<int32_t> &ints) {
+  std::vector<ArgValue> args = makeArgs(DevicePtr<uint8_t>{a.address()},
+                                        DevicePtr<uint8_t>{b.address()},
+                                        DevicePtr<uint8_t>{c.address()});
+  for (int32_t v : ints)
+    args.push_back(makeArgs(v)[0]);
+  for (size_t p = 0; p < 3; ++p)
+    args[p].type = k.signature().params[p].type;
+  k.launchWithArgs(ctx.stream(), grid, args);
+  ctx.synchronize();
+  std::vector<uint8_t> host(c.size());
+  c.copyToHost(host.data(), host.size());
+  return host;
+}
+
+/// Element (i, j) of A @ B in fp64, for row-major A (M x K) and B (K x N).
+inline double rowMajorProduct(const Operand &a, const Operand &b, int64_t K, int64_t N, int64_t i,
+                              int64_t j) {
+  double r = 0;
+  for (int64_t q = 0; q < K; ++q)
+    r += a.vals[size_t(i * K + q)] * b.vals[size_t(q * N + j)];
+  return r;
 }
 
 } // namespace tessera::testing

@@ -162,24 +162,12 @@ double matmulError(Context &ctx, bool descriptor, const std::string &dt, int64_t
       {"BM", bm}, {"BN", bn}, {"BK", bk}, {"DT", *parseDType(dt)}};
   Kernel k = compileString(ctx, kMatmuls, "mm.tile", descriptor ? "mm_descriptor" : "mm_block_ptr",
                            cx, o);
-  std::vector<ArgValue> args =
-      makeArgs(DevicePtr<uint8_t>{a.device.address()}, DevicePtr<uint8_t>{b.device.address()},
-               DevicePtr<uint8_t>{dc.address()}, int32_t(M), int32_t(N), int32_t(K));
-  if (!descriptor)
-    for (int32_t s : {int32_t(K), 1, int32_t(N), 1, int32_t(N), 1})
-      args.push_back(makeArgs(s)[0]);
-  for (size_t p = 0; p < 3; ++p)
-    args[p].type = k.signature().params[p].type;
-  k.launchWithArgs(ctx.stream(), Grid::of(cdiv(M, bm), cdiv(N, bn)), args);
-  ctx.synchronize();
-  std::vector<uint8_t> hc(dc.size());
-  dc.copyToHost(hc.data(), hc.size());
-  auto ref = [&](int64_t i, int64_t j) {
-    double r = 0;
-    for (int64_t q = 0; q < K; ++q)
-      r += a.host.vals[size_t(i * K + q)] * b.host.vals[size_t(q * N + j)];
-    return r;
-  };
+  std::vector<int32_t> ints = {int32_t(M), int32_t(N), int32_t(K)};
+  if (!descriptor) // row-major strides
+    ints.insert(ints.end(), {int32_t(K), 1, int32_t(N), 1, int32_t(N), 1});
+  std::vector<uint8_t> hc =
+      launchMatmul(ctx, k, Grid::of(cdiv(M, bm), cdiv(N, bn)), a.device, b.device, dc, ints);
+  auto ref = [&](int64_t i, int64_t j) { return rowMajorProduct(a.host, b.host, K, N, i, j); };
   return relErrL2(M, N, ref, [&](int64_t i, int64_t j) { return resultAt(hc, size_t(i * N + j), false); });
 }
 

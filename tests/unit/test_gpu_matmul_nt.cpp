@@ -89,16 +89,9 @@ double run(Context &ctx, const std::string &dt, int64_t M, int64_t N, int64_t K,
       {"ACC", *parseDType(isInt ? "i32" : "f32")}, {"OUT", *parseDType(isInt ? "i32" : "f32")}};
   Kernel k = colMajor ? compileString(ctx, kMatmulColMajorB, "mm_cm.tile", "mm_cm", cx, o)
                       : compileString(ctx, kMatmulNT, "mm_nt.tile", "mm_nt", cx, o);
-  std::vector<ArgValue> args =
-      makeArgs(DevicePtr<uint8_t>{da.address()}, DevicePtr<uint8_t>{db.address()},
-               DevicePtr<uint8_t>{dc.address()}, int32_t(M), int32_t(N), int32_t(K), int32_t(K),
-               int32_t(K), int32_t(N));
-  for (size_t p = 0; p < 3; ++p)
-    args[p].type = k.signature().params[p].type;
-  k.launchWithArgs(ctx.stream(), Grid::of(cdiv(M, bm), cdiv(N, bn)), args);
-  ctx.synchronize();
-  std::vector<uint8_t> hc(dc.size());
-  dc.copyToHost(hc.data(), hc.size());
+  std::vector<uint8_t> hc =
+      launchMatmul(ctx, k, Grid::of(cdiv(M, bm), cdiv(N, bn)), da, db, dc,
+                   {int32_t(M), int32_t(N), int32_t(K), int32_t(K), int32_t(K), int32_t(N)});
   auto ref = [&](int64_t i, int64_t j) {
     double r = 0;
     for (int64_t q = 0; q < K; ++q)

@@ -77,20 +77,11 @@ double wrappedError(Context &ctx, const std::string &dt, int64_t M, int64_t N, i
                            {{"BM", bm}, {"BN", bn}, {"BK", bk}, {"DT", *parseDType(dt)},
                             {"LEAKY", leaky}},
                            o);
-  std::vector<ArgValue> args =
-      makeArgs(DevicePtr<uint8_t>{a.device.address()}, DevicePtr<uint8_t>{b.device.address()},
-               DevicePtr<uint8_t>{dc.address()}, int32_t(M), int32_t(N), int32_t(K), int32_t(K),
-               1, int32_t(N), 1, int32_t(N), 1);
-  for (size_t p = 0; p < 3; ++p)
-    args[p].type = k.signature().params[p].type;
-  k.launchWithArgs(ctx.stream(), Grid::of(cdiv(M, bm), cdiv(N, bn)), args);
-  ctx.synchronize();
-  std::vector<uint8_t> hc(dc.size());
-  dc.copyToHost(hc.data(), hc.size());
+  std::vector<uint8_t> hc =
+      launchMatmul(ctx, k, Grid::of(cdiv(M, bm), cdiv(N, bn)), a.device, b.device, dc,
+                   {int32_t(M), int32_t(N), int32_t(K), int32_t(K), 1, int32_t(N), 1, int32_t(N), 1});
   auto ref = [&](int64_t i, int64_t j) {
-    double r = 0;
-    for (int64_t q = 0; q < K; ++q)
-      r += a.host.vals[size_t(i * K + q)] * b.host.vals[size_t(q * N + j)];
+    double r = rowMajorProduct(a.host, b.host, K, N, i, j);
     return leaky && r < 0 ? 0.01 * r : r;
   };
   return relErrL2(M, N, ref, [&](int64_t i, int64_t j) { return resultAt(hc, size_t(i * N + j), false); });
