@@ -49,8 +49,9 @@ def TesseraSubstituteInductionVariables
     (induction variable lb + j * step) as x0 + j * d. When d is a constant
     multiple of the step, or the step is 1, that is x0 + (iv - lb) * (d /
     step): uses of x in the body take that value, uses of the loop's result
-    take x0 + trips * d, and the loop passes x through unchanged, so that
-    canonicalization removes it. Block pointers (make_block_ptr, advance)
+    take x0 + trips * d. The pass then drops every iter_arg the loop passes
+    through unchanged (uses read its initial value), keeping the front end's
+    names of the carried variables (tile.carried) in step. Block pointers (make_block_ptr, advance)
     produce such values; without them carried, the software pipeliner and
     the TMA analysis see pointer tiles indexed by the induction variable.
   }];

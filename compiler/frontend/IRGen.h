@@ -117,8 +117,6 @@ private:
   /// compile-time bool, or a run-time i1 scalar.
   SemValue iterationLeft(Loc l);
   void collectAssigned(const Block &block, std::set<std::string> &out);
-  /// After a loop: checks that non-numeric values did not change, restores the
-  /// scope and binds the carried variables to the loop's results.
   /// What a run-time `for` or `while` starts from: its exits, the variables
   /// its body assigns (with the break flag; without the induction variable),
   /// the scope before it, and what it carries: the numbers (constant or
@@ -135,6 +133,8 @@ private:
     std::vector<mlir::Value> inits;
     std::vector<TileType> types;
   };
+  /// After a loop: checks that values with nothing to carry did not change,
+  /// restores the scope and binds the carried variables to the loop's results.
   bool closeLoop(const RuntimeLoop &loop, mlir::ValueRange results, Loc l);
   /// Binds the carried variables to `values` (iter_args or loop results).
   void bindCarried(const RuntimeLoop &loop, mlir::ValueRange values);

@@ -5,6 +5,7 @@
 // the induction variable, the loop carries only tiles, and the software
 // pipeliner and the TMA analysis see the pointer arithmetic they know.
 #include "Passes.h"
+#include "analysis/LoopCarried.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -107,17 +108,74 @@ int substitute(scf::ForOp loop) {
                                          arith::MulIOp::create(b, l, castInt(b, l, trips, t), deltaT));
       result.replaceAllUsesWith(last);
     }
-    // The loop now passes the value through unchanged; canonicalization drops it.
+    // The loop now passes the value through unchanged (dropped below).
     yield->setOperand(i, arg);
     ++done;
   }
   return done;
 }
 
+/// Rebuilds `loop` without the iter_args it passes through unchanged (a
+/// block pointer's base, extents and strides, and the offsets substituted
+/// above): their uses read the initial values. The front end's names of the
+/// carried variables (tile.carried) lose the same entries, so that they keep
+/// naming the iter_args that remain.
+void dropPassThroughs(scf::ForOp loop) {
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  SmallVector<unsigned> kept;
+  for (auto [i, arg] : llvm::enumerate(loop.getRegionIterArgs())) {
+    if (yield.getOperand(i) != arg) {
+      kept.push_back(unsigned(i));
+      continue;
+    }
+    arg.replaceAllUsesWith(loop.getInitArgs()[i]);
+    loop.getResult(i).replaceAllUsesWith(loop.getInitArgs()[i]);
+  }
+  if (kept.size() == loop.getNumRegionIterArgs())
+    return;
+  OpBuilder b(loop);
+  SmallVector<Value> inits;
+  SmallVector<Attribute> names;
+  auto oldNames = loop->getAttrOfType<ArrayAttr>(analysis::kCarriedNamesAttr);
+  for (unsigned i : kept) {
+    inits.push_back(loop.getInitArgs()[i]);
+    if (oldNames && i < oldNames.size())
+      names.push_back(oldNames[i]);
+  }
+  auto next = scf::ForOp::create(b, loop.getLoc(), loop.getLowerBound(), loop.getUpperBound(),
+                                 loop.getStep(), inits);
+  next->setAttrs(loop->getAttrs());
+  if (oldNames && oldNames.size() == loop.getNumRegionIterArgs())
+    next->setAttr(analysis::kCarriedNamesAttr, b.getArrayAttr(names));
+  // The old body, with the kept iter_args mapped onto the new loop's.
+  Block *body = next.getBody();
+  if (!body->empty())
+    body->getTerminator()->erase();
+  SmallVector<Value> argMap{next.getInductionVar()};
+  for (unsigned i = 0, k = 0; i < loop.getNumRegionIterArgs(); ++i)
+    argMap.push_back(k < kept.size() && kept[k] == i ? Value(next.getRegionIterArgs()[k++])
+                                                     : loop.getInitArgs()[i]);
+  body->getOperations().splice(body->end(), loop.getBody()->getOperations());
+  for (auto [old, now] : llvm::zip(loop.getBody()->getArguments(), argMap))
+    old.replaceAllUsesWith(now);
+  SmallVector<Value> yields;
+  for (unsigned i : kept)
+    yields.push_back(yield.getOperand(i));
+  yield->setOperands(yields);
+  for (auto [k, i] : llvm::enumerate(kept))
+    loop.getResult(i).replaceAllUsesWith(next.getResult(k));
+  loop.erase();
+}
+
 struct SubstituteInductionVariablesPass
     : impl::TesseraSubstituteInductionVariablesBase<SubstituteInductionVariablesPass> {
   void runOnOperation() override {
-    getOperation().walk([](scf::ForOp loop) { substitute(loop); });
+    SmallVector<scf::ForOp> loops;
+    getOperation().walk([&](scf::ForOp loop) { loops.push_back(loop); });
+    for (scf::ForOp loop : loops) { // inner loops first
+      substitute(loop);
+      dropPassThroughs(loop);
+    }
   }
 };
 

@@ -1,6 +1,8 @@
 // tessera-substitute-induction-variables (compiler/transforms/SubstituteInductionVariables.cpp):
 // an integer a loop advances by a fixed amount becomes a function of the
-// induction variable, and the loop passes it through unchanged.
+// induction variable, and the loop stops carrying it: the pass drops the
+// iter_args a loop passes through unchanged, and their names in tile.carried.
+// RUN: tessera-opt %s --tessera-substitute-induction-variables | FileCheck %s --check-prefix=NAMES
 // RUN: tessera-opt %s --tessera-substitute-induction-variables --canonicalize | FileCheck %s
 
 // A block pointer's offset: starts at %o, advances by the step (32).
@@ -64,4 +66,23 @@ func.func @not_inductions(%lb: i32, %ub: i32) -> (i32, i32) {
     scf.yield %n, %m : i32, i32
   }
   return %r#0, %r#1 : i32, i32
+}
+
+// A block pointer's numbers, carried one by one: its base passes through,
+// its offset advances. Only the accumulator stays, with its name.
+// NAMES-LABEL: func.func @names
+// NAMES: scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}) -> (tensor<4xi32>)
+// NAMES: } {tile.carried = ["acc"]}
+func.func @names(%lb: i32, %ub: i32, %o: i32, %p: i32) -> tensor<4xi32> {
+  %c16 = arith.constant 16 : i32
+  %z = arith.constant dense<0> : tensor<4xi32>
+  %r:3 = scf.for %i = %lb to %ub step %c16 iter_args(%base = %p, %x = %o, %acc = %z) -> (i32, i32, tensor<4xi32>) : i32 {
+    %s = tile.splat %x : i32 -> tensor<4xi32>
+    %t = tile.splat %base : i32 -> tensor<4xi32>
+    %u = arith.addi %s, %t : tensor<4xi32>
+    %a = arith.addi %acc, %u : tensor<4xi32>
+    %n = arith.addi %x, %c16 : i32
+    scf.yield %base, %n, %a : i32, i32, tensor<4xi32>
+  } {tile.carried = ["bp", "bp", "acc"]}
+  return %r#2 : tensor<4xi32>
 }
