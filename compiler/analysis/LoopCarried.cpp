@@ -1,6 +1,7 @@
 #include "analysis/LoopCarried.h"
 
 #include "Passes.h"
+#include "analysis/DotPath.h"
 #include "analysis/Layout.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -66,8 +67,17 @@ std::vector<std::string> loopCarriedReport(func::FuncOp fn, int64_t numWarps) {
     std::string items;
     int64_t total = 0;
     bool anyTile = false;
+    auto forOp = dyn_cast<scf::ForOp>(op);
     for (size_t i = skip; i < carried.size(); ++i) {
       Type t = carried[i].getType();
+      // A pointer tile advanced by a uniform step is recomputed in each
+      // iteration from its start (when that is index arithmetic), not carried.
+      if (forOp && isa<RankedTensorType>(t)) {
+        auto yield = cast<scf::YieldOp>(forOp.getBody()->getTerminator());
+        auto ap = yield.getOperand(i).getDefiningOp<tile::AddPtrOp>();
+        if (ap && ap.getPtr() == carried[i] && isUniformStep(forOp, ap.getOffset()))
+          continue;
+      }
       anyTile |= isa<RankedTensorType>(t);
       std::string name = names ? cast<StringAttr>(names[i - skip]).str() : "";
       if (!name.empty() && name[0] == '%')

@@ -1,7 +1,8 @@
 // What each loop of a kernel carries from one iteration to the next, and
 // about how many registers a thread needs for it in its GPU layout: the
-// values live across the loop, named as in the source. `tessera compile
-// --emit=resources` prints it for a kernel that spills.
+// values live across the loop, named as in the source (pointer tiles advanced
+// by a uniform step are recomputed each iteration, not carried). `tessera
+// compile --emit=resources` prints it for a kernel that spills.
 #ifndef TESSERA_ANALYSIS_LOOPCARRIED_H
 #define TESSERA_ANALYSIS_LOOPCARRIED_H
 

@@ -1846,19 +1846,39 @@ bool KernelLowering::lowerFor(scf::ForOp op) {
   // assignment keeps a dot's accumulator in its mma layout).
   SmallVector<std::optional<Layout>> layouts = carriedLayouts(op);
   auto layoutPtr = [&](size_t i) -> const Layout * { return layouts[i] ? &*layouts[i] : nullptr; };
+  // A pointer tile that starts from index arithmetic and advances by a
+  // uniform step (`p += BK * stride`) is not carried: iteration j reads it as
+  // its start plus j steps, as the pipelined loops do. Carried, it would hold
+  // a 64-bit address per element in registers across the loop.
+  auto yield = cast<scf::YieldOp>(op.getBody()->getTerminator());
+  SmallVector<std::optional<AdvancingTile>> advancing(op.getNumRegionIterArgs());
+  for (auto [i, arg] : llvm::enumerate(op.getRegionIterArgs()))
+    if (auto ap = yield.getOperand(i).getDefiningOp<tile::AddPtrOp>();
+        ap && ap.getPtr() == arg && isa<RankedTensorType>(arg.getType()) &&
+        analysis::isUniformStep(op, ap.getOffset()))
+      advancing[i] = advancingTile(op, unsigned(i), ap.getOffset(), loc);
+  LoopTrips trips = loopTrips(op, loc);
   SmallVector<Value> inits;
   for (auto [i, v] : llvm::enumerate(op.getInitArgs()))
-    flatten(v, inits, loc, layoutPtr(i));
-  auto forOp = scf::ForOp::create(b_, loc, scalarOf(op.getLowerBound()), scalarOf(op.getUpperBound()),
-                                  scalarOf(op.getStep()), inits);
+    if (!advancing[i])
+      flatten(v, inits, loc, layoutPtr(i));
+  auto forOp = scf::ForOp::create(b_, loc, trips.lo, scalarOf(op.getUpperBound()), trips.step,
+                                  inits);
   {
     OpBuilder::InsertionGuard g(b_);
     enterLoopBody(forOp);
-    bindScalar(op.getInductionVar(), forOp.getInductionVar());
+    Value iv = forOp.getInductionVar();
+    bindScalar(op.getInductionVar(), iv);
+    // The iteration count, for the advancing tiles.
+    Value j = arith::DivSIOp::create(b_, loc, arith::SubIOp::create(b_, loc, iv, trips.lo), trips.step);
     size_t pos = 0;
     ValueRange args = forOp.getRegionIterArgs();
-    for (auto [i, a] : llvm::enumerate(op.getRegionIterArgs()))
-      bindFlat(a, args, pos, layoutPtr(i));
+    for (auto [i, a] : llvm::enumerate(op.getRegionIterArgs())) {
+      if (advancing[i])
+        bindAdvanced(a, *advancing[i], j, loc);
+      else
+        bindFlat(a, args, pos, layoutPtr(i));
+    }
     pushScope();
     Block &src = *op.getBody();
     for (Operation &o : src.without_terminator())
@@ -1868,14 +1888,19 @@ bool KernelLowering::lowerFor(scf::ForOp op) {
       }
     SmallVector<Value> yields;
     for (auto [i, v] : llvm::enumerate(src.getTerminator()->getOperands()))
-      flatten(v, yields, loc, layoutPtr(i));
+      if (!advancing[i])
+        flatten(v, yields, loc, layoutPtr(i));
     scf::YieldOp::create(b_, loc, yields);
     popScope();
   }
   size_t pos = 0;
   ValueRange results = forOp.getResults();
-  for (auto [i, r] : llvm::enumerate(op.getResults()))
-    bindFlat(r, results, pos, layoutPtr(i));
+  for (auto [i, r] : llvm::enumerate(op.getResults())) {
+    if (advancing[i])
+      bindAdvanced(r, *advancing[i], trips.n, loc);
+    else
+      bindFlat(r, results, pos, layoutPtr(i));
+  }
   return true;
 }
 
