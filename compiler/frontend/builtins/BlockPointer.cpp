@@ -20,7 +20,6 @@
 // into functions of the induction variable.
 #include "BuiltinCall.h"
 
-#include <cmath>
 #include <limits>
 
 namespace tessera::fe::builtins {
@@ -166,7 +165,7 @@ std::optional<std::string> BuiltinCall::paddingArg(const Arg &x) {
   return x.value.s;
 }
 
-// boundary_check: a tuple of distinct dimensions of the block.
+// boundary_check: a dimension of the block, or a tuple of them (negative ones count from the end).
 std::optional<std::vector<bool>> BuiltinCall::boundaryCheckArg(const Arg &x, size_t rank) {
   std::vector<bool> checked(rank, false);
   if (isNone(x))
