@@ -20,7 +20,8 @@ std::string autotune_detail::sha256Hex(std::string_view text) { return Sha256::h
 
 namespace {
 
-constexpr const char *kSwitchNames[] = {"num_warps", "num_stages", "warp_specialize", "tma"};
+constexpr const char *kSwitchNames[] = {"num_warps", "num_stages", "warp_specialize", "tma",
+                                        "maxnreg"};
 
 bool isSwitchName(const std::string &name) {
   return std::find(std::begin(kSwitchNames), std::end(kSwitchNames), name) != std::end(kSwitchNames);
@@ -70,6 +71,8 @@ void configText(std::string &out, const Config &c) {
   opt("num_stages", c.numStages);
   opt("warp_specialize", c.warpSpecialize ? std::optional<int>(*c.warpSpecialize) : std::nullopt);
   opt("tma", c.tma ? std::optional<int>(*c.tma) : std::nullopt);
+  if (c.maxRegisters) // only when set: the hashes of other configs stay as they were
+    opt("maxnreg", c.maxRegisters);
 }
 
 } // namespace
@@ -88,6 +91,8 @@ void Config::applyTo(CompileOptions &options,
     options.warpSpecialize = *warpSpecialize;
   if (tma)
     options.tma = *tma;
+  if (maxRegisters)
+    options.maxRegisters = *maxRegisters;
   for (const auto &[name, value] : constexprs)
     values[name] = value;
 }
@@ -124,6 +129,8 @@ std::string Config::str() const {
     add("warp_specialize", *warpSpecialize ? "1" : "0");
   if (tma)
     add("tma", *tma ? "1" : "0");
+  if (maxRegisters)
+    add("maxnreg", std::to_string(*maxRegisters));
   return s;
 }
 
@@ -147,11 +154,11 @@ std::optional<Config> Config::parse(const std::string &text, std::string *error)
     std::string name = trim(item.substr(0, eq)), value = trim(item.substr(eq + 1));
     if (name.empty())
       return fail("expected NAME=VALUE, got '" + item + "'");
-    if (name == "num_warps" || name == "num_stages") {
+    if (name == "num_warps" || name == "num_stages" || name == "maxnreg") {
       auto v = parseInt(value);
       if (!v || *v < std::numeric_limits<int>::min() || *v > std::numeric_limits<int>::max())
         return fail(name + " must be an integer, got '" + value + "'");
-      (name == "num_warps" ? c.numWarps : c.numStages) = int(*v);
+      (name == "num_warps" ? c.numWarps : name == "num_stages" ? c.numStages : c.maxRegisters) = int(*v);
     } else if (name == "warp_specialize" || name == "tma") {
       auto v = parseBool(value);
       if (!v)
@@ -189,7 +196,7 @@ bool Config::operator==(const Config &o) const {
       return false;
   }
   return numWarps == o.numWarps && numStages == o.numStages &&
-         warpSpecialize == o.warpSpecialize && tma == o.tma;
+         warpSpecialize == o.warpSpecialize && tma == o.tma && maxRegisters == o.maxRegisters;
 }
 
 // ---- Bucketing -----------------------------------------------------------------------

@@ -126,6 +126,8 @@ json autotune_detail::configToJson(const Config &c) {
     j["warp_specialize"] = *c.warpSpecialize;
   if (c.tma)
     j["tma"] = *c.tma;
+  if (c.maxRegisters)
+    j["maxnreg"] = *c.maxRegisters;
   return j;
 }
 
@@ -140,11 +142,11 @@ Config autotune_detail::configFromJson(const json &j) {
     const std::string &k = it.key();
     if (k == "constexprs")
       continue;
-    if (k == "num_warps" || k == "num_stages") {
+    if (k == "num_warps" || k == "num_stages" || k == "maxnreg") {
       int64_t v = intValue(it.value(), "'" + k + "'");
       if (v < 0 || v > 1024)
         bad("'" + k + "' is out of range");
-      (k == "num_warps" ? c.numWarps : c.numStages) = int(v);
+      (k == "num_warps" ? c.numWarps : k == "num_stages" ? c.numStages : c.maxRegisters) = int(v);
     } else if (k == "warp_specialize" || k == "tma") {
       if (!it.value().is_boolean())
         bad("'" + k + "' is not a boolean");

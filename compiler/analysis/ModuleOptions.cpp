@@ -9,7 +9,8 @@ namespace tessera::analysis {
 
 static constexpr const char *kTarget = "tessera.target", *kNumWarps = "tessera.num_warps",
                             *kNumStages = "tessera.num_stages",
-                            *kWarpSpecialize = "tessera.warp_specialize", *kTma = "tessera.tma";
+                            *kWarpSpecialize = "tessera.warp_specialize", *kTma = "tessera.tma",
+                            *kMaxRegisters = "tessera.max_registers";
 
 void setModuleOptions(ModuleOp module, const CompileOptions &options) {
   Builder b(module.getContext());
@@ -18,6 +19,8 @@ void setModuleOptions(ModuleOp module, const CompileOptions &options) {
   module->setAttr(kNumStages, b.getI32IntegerAttr(options.numStages));
   module->setAttr(kWarpSpecialize, b.getBoolAttr(options.warpSpecialize));
   module->setAttr(kTma, b.getBoolAttr(options.tma));
+  if (options.maxRegisters)
+    module->setAttr(kMaxRegisters, b.getI32IntegerAttr(options.maxRegisters));
 }
 
 std::optional<CompileOptions> moduleOptions(ModuleOp module, std::string &error) {
@@ -55,7 +58,8 @@ std::optional<CompileOptions> moduleOptions(ModuleOp module, std::string &error)
     return true;
   };
   if (!readInt(kNumWarps, o.numWarps) || !readInt(kNumStages, o.numStages) ||
-      !readBool(kWarpSpecialize, o.warpSpecialize) || !readBool(kTma, o.tma))
+      !readBool(kWarpSpecialize, o.warpSpecialize) || !readBool(kTma, o.tma) ||
+      !readInt(kMaxRegisters, o.maxRegisters))
     return std::nullopt;
   if (std::string why = o.validate(); !why.empty()) {
     error = why;

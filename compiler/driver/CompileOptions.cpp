@@ -62,6 +62,8 @@ std::string CompileOptions::validate() const {
     return "num_warps must be a power of two from 1 to 32, got " + std::to_string(numWarps);
   if (numStages < 1 || numStages > 8)
     return "num_stages must be from 1 to 8, got " + std::to_string(numStages);
+  if (maxRegisters != 0 && (maxRegisters < 16 || maxRegisters > 255))
+    return "maxnreg must be 0 (no cap) or from 16 to 255, got " + std::to_string(maxRegisters);
   return "";
 }
 
@@ -74,6 +76,8 @@ std::vector<std::pair<std::string, std::string>> CompileOptions::cacheFields() c
       {"tma", tma ? "1" : "0"},
       {"optimize", optimize ? "1" : "0"},
   };
+  if (maxRegisters) // listed only when set: the keys of uncapped kernels stay as they were
+    f.push_back({"max_registers", std::to_string(maxRegisters)});
   for (const auto &[name, v] : constexprs) // std::map: sorted by name
     f.push_back({"constexpr:" + name, constexprToString(v)});
   for (const auto &[name, fact] : argFacts) // None compiles as no fact at all

@@ -90,6 +90,7 @@ void buildPipeline(PassManager &pm, const CompileOptions &options, Stage stage,
   set.numStages = options.numStages;
   set.warpSpecialize = options.warpSpecialize;
   set.tma = options.tma;
+  set.maxRegisters = options.maxRegisters;
   pm.addPass(createTesseraSetOptions(set));
   pm.addPass(createTesseraAssignLayouts());
   pm.addPass(createTesseraRemoveLayoutConversions());

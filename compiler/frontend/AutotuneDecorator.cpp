@@ -12,7 +12,8 @@ namespace {
 
 using NamedAt = AutotuneDecl::NamedAt;
 
-constexpr const char *kSwitches[] = {"num_warps", "num_stages", "warp_specialize", "tma"};
+constexpr const char *kSwitches[] = {"num_warps", "num_stages", "warp_specialize", "tma",
+                                     "maxnreg"};
 constexpr const char *kPruneExample = "such as prune=\"BM * BK <= 16384\"";
 
 bool isSwitch(const std::string &name) {
@@ -53,7 +54,7 @@ std::string whatExists(const FunctionDef &fn) {
     if (isConstexpr(p))
       names += (names.empty() ? "" : ", ") + p.name;
   return "(constexpr parameters: " + (names.empty() ? std::string("none") : names) +
-         "; switches: num_warps, num_stages, warp_specialize, tma)";
+         "; switches: num_warps, num_stages, warp_specialize, tma, maxnreg)";
 }
 
 std::optional<ConstexprValue> noName(const std::string &) { return std::nullopt; }
@@ -99,6 +100,7 @@ struct PruneInputs {
   int numStages = 4;
   bool warpSpecialize = true;
   bool tma = true;
+  int maxRegisters = 0;
 };
 
 /// A name in prune=: a switch (the config's, else the compile's), else a
@@ -113,6 +115,8 @@ std::optional<ConstexprValue> pruneName(const PruneInputs &in, const Config &c,
     return ConstexprValue(c.warpSpecialize.value_or(in.warpSpecialize));
   if (name == "tma")
     return ConstexprValue(c.tma.value_or(in.tma));
+  if (name == "maxnreg")
+    return ConstexprValue(int64_t(c.maxRegisters.value_or(in.maxRegisters)));
   if (auto it = c.constexprs.find(name); it != c.constexprs.end())
     return it->second;
   if (auto it = in.constexprs.find(name); it != in.constexprs.end())
@@ -138,7 +142,7 @@ std::optional<ConstexprValue> evalPrune(const Expr &prune, const PruneInputs &in
 bool attachPrune(const AutotuneDecl &decl, const KernelSignature &signature,
                  const CompileOptions &options, DiagnosticEngine &diags, ConfigSpace &space) {
   PruneInputs in{signature.constexprs, options.numWarps, options.numStages,
-                 options.warpSpecialize, options.tma};
+                 options.warpSpecialize, options.tma, options.maxRegisters};
   for (size_t i = 0; i < decl.configs.size(); ++i) {
     ConstantError err;
     if (!evalPrune(*decl.prune, in, decl.configs[i], &err)) {
@@ -269,7 +273,7 @@ private:
     return true;
   }
 
-  /// num_warps=, num_stages=, warp_specialize=, tma=: checked alone, so that
+  /// num_warps=, num_stages=, warp_specialize=, tma=, maxnreg=: checked alone, so that
   /// the caret is under the value CompileOptions::validate() rejects.
   bool readSwitch(const Keyword &kw, Config &c) {
     auto v = constant(*kw.value);
@@ -277,13 +281,15 @@ private:
       return false;
     Loc at = startLoc(*kw.value);
     Config one;
-    if (kw.name == "num_warps" || kw.name == "num_stages") {
+    if (kw.name == "num_warps" || kw.name == "num_stages" || kw.name == "maxnreg") {
       auto *n = std::get_if<int64_t>(&*v);
       if (!n)
         return error(at, kw.name + " must be an integer, got " + describeConstant(*v));
       int clamped = int(std::clamp<int64_t>(*n, std::numeric_limits<int>::min(),
                                             std::numeric_limits<int>::max()));
-      (kw.name == "num_warps" ? one.numWarps : one.numStages) = clamped;
+      (kw.name == "num_warps" ? one.numWarps
+       : kw.name == "num_stages" ? one.numStages
+                                 : one.maxRegisters) = clamped;
     } else {
       auto *b = std::get_if<bool>(&*v);
       if (!b)
@@ -296,6 +302,7 @@ private:
     c.numStages = one.numStages ? one.numStages : c.numStages;
     c.warpSpecialize = one.warpSpecialize ? one.warpSpecialize : c.warpSpecialize;
     c.tma = one.tma ? one.tma : c.tma;
+    c.maxRegisters = one.maxRegisters ? one.maxRegisters : c.maxRegisters;
     return true;
   }
 

@@ -92,7 +92,9 @@ public:
       : module_(module), src_(src), b_(module.getContext()), axis_(src), opts_(opts),
         target_(opts.resolvedTarget()), threads_(32 * opts.numWarps),
         remarks_(std::move(remarks)), smem_(target_.maxSharedBytesPerBlock()),
-        errorLoc_(src.getLoc()) {}
+        errorLoc_(src.getLoc()) {
+    maxRegs_ = opts.maxRegisters;
+  }
 
   /// Lowers the kernel; on failure the first error is errorLoc() / errorMessage().
   bool run();
@@ -110,7 +112,8 @@ public:
   /// Whether code before the current op read or wrote memory.
   bool touchedMemory() const { return touchedMemory_; }
   /// A warp-specialized loop adds a producer warpgroup of `warps` warps to the
-  /// block, and caps registers at `maxRegs` at entry (0: no cap).
+  /// block, and caps registers at `maxRegs` at entry (0: no cap), in place of
+  /// the options' cap (its setmaxnreg split needs its own).
   void addProducerWarps(int64_t warps, int64_t maxRegs) {
     extraWarps_ = warps;
     if (maxRegs)

@@ -123,6 +123,10 @@ bool parseNumStages(const std::string &v, int &numStages, std::string &error) {
   return parseValidated("--num-stages", v, &CompileOptions::numStages, numStages, error);
 }
 
+bool parseMaxRegisters(const std::string &v, int &maxRegisters, std::string &error) {
+  return parseValidated("--maxnreg", v, &CompileOptions::maxRegisters, maxRegisters, error);
+}
+
 bool parseUnsigned(const std::string &text, unsigned long long &value) {
   if (text.empty() || text.size() > 18)
     return false;

@@ -65,6 +65,8 @@ bool parseInt(const std::string &flag, const std::string &v, int &out, std::stri
 /// --num-warps / --num-stages: an int that CompileOptions::validate() accepts.
 bool parseNumWarps(const std::string &text, int &numWarps, std::string &error);
 bool parseNumStages(const std::string &text, int &numStages, std::string &error);
+/// --maxnreg: 16 to 255 (CompileOptions::maxRegisters).
+bool parseMaxRegisters(const std::string &text, int &maxRegisters, std::string &error);
 /// A non-negative decimal integer that fits in `long long`.
 bool parseUnsigned(const std::string &text, unsigned long long &value);
 

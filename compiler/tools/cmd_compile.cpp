@@ -93,6 +93,8 @@ options:
                      or another sm_NN[a] that LLVM and ptxas know
   --num-warps N      warps per program instance (power of two, default 4)
   --num-stages N     shared-memory stages for loops feeding dot (1..8, default 4)
+  --maxnreg N        registers a thread may use (16..255; default: ptxas's choice):
+                     fewer registers, more blocks per SM, perhaps spills
   --no-warp-specialize  every warp copies and multiplies in pipelined dot loops
                      (default on sm_90a: a producer warpgroup copies)
   --no-tma           copy the operands of warp-specialized dot loops with cp.async
@@ -149,6 +151,9 @@ int cmdCompile(int argc, char **argv) {
         return usageError(err, kCompileHelp);
     } else if (args.value("--num-stages", v)) {
       if (!parseInt("--num-stages", v, opts.numStages, err))
+        return usageError(err, kCompileHelp);
+    } else if (args.value("--maxnreg", v)) {
+      if (!parseMaxRegisters(v, opts.maxRegisters, err))
         return usageError(err, kCompileHelp);
     } else if (a == "--no-warp-specialize") {
       opts.warpSpecialize = false;

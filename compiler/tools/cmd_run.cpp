@@ -47,6 +47,7 @@ options:
   --grid X[,Y,Z]   program instances in each dimension (required)
   --num-warps N    warps per program instance on the GPU (power of two, default 4)
   --num-stages N   shared-memory pipeline stages for loops feeding dot (default 4)
+  --maxnreg N      registers a thread may use on the GPU (16..255; default: ptxas's)
   --interpret      run in the CPU interpreter even when a GPU is present
   --no-target-check  in the interpreter, skip lowering the kernel for the target
                    first; by default a kernel that the GPU would reject (more
@@ -84,6 +85,7 @@ struct RunOptions {
   bool gridGiven = false;
   int numWarps = 4;
   int numStages = 4;
+  int maxRegisters = 0;
   bool interpret = false, check = false;
   bool targetCheck = true;
   uint64_t seed = 0;
@@ -207,6 +209,7 @@ int execute(Backends &be, const RunOptions &o, Report &rep, Inputs &in) {
   JitOptions jo;
   jo.numWarps = o.numWarps;
   jo.numStages = o.numStages;
+  jo.maxRegisters = o.maxRegisters;
   jo.importPaths = o.importPaths;
   jo.checkTargetResources = o.targetCheck;
   Kernel gk, ik;
@@ -373,6 +376,9 @@ int cmdRun(int argc, char **argv) {
         return usageError(err, kRunHelp);
     } else if (args.value("--num-stages", v)) {
       if (!parseNumStages(v, o.numStages, err))
+        return usageError(err, kRunHelp);
+    } else if (args.value("--maxnreg", v)) {
+      if (!parseMaxRegisters(v, o.maxRegisters, err))
         return usageError(err, kRunHelp);
     } else if (a == "--interpret") {
       o.interpret = true;

@@ -90,6 +90,11 @@ struct CompileOptions {
   bool warpSpecialize = true;
   /// Load dot operands of warp-specialized loops with TMA where possible (sm_90a).
   bool tma = true;
+  /// Registers a thread may use (PTX `.maxnreg`; Triton's `maxnreg`): 0 for
+  /// ptxas's choice, else 16 to 255. A lower cap trades spills for blocks per
+  /// SM (occupancy). Warp-specialized dot loops split registers themselves
+  /// and ignore it.
+  int maxRegisters = 0;
   /// Run canonicalize + CSE + loop-invariant code motion after IR generation.
   bool optimize = true;
 
