@@ -271,13 +271,15 @@ SemValue BuiltinCall::storeBlock(const SemValue &bp, const std::vector<SemValue>
   return SemValue::none();
 }
 
-// The offsets of a block pointer, or the offsets argument of a descriptor's
-// load or store.
-std::optional<std::vector<SemValue>> BuiltinCall::blockOffsets(const SemValue &bp,
-                                                               const Arg *offsets) {
-  if (!offsets)
-    return std::vector<SemValue>(bp.elems.begin() + 1 + 2 * bp.rank(), bp.elems.end());
-  auto o = integerTuple(*offsets, "offsets", bp.rank());
+// The offsets of a block pointer.
+std::vector<SemValue> BuiltinCall::blockOffsets(const SemValue &bp) {
+  return std::vector<SemValue>(bp.elems.begin() + 1 + 2 * bp.rank(), bp.elems.end());
+}
+
+// The offsets argument of a descriptor's load or store, as i32 (offsetValue).
+std::optional<std::vector<SemValue>> BuiltinCall::descriptorOffsets(const SemValue &desc,
+                                                                    const Arg &offsets) {
+  auto o = integerTuple(offsets, "offsets", desc.rank());
   if (!o)
     return std::nullopt;
   for (SemValue &v : *o) {
@@ -302,7 +304,7 @@ SemValue BuiltinCall::onLoadTensorDescriptor() {
   if (!bind({{"desc", "offsets"}, 2}) || !requireDescriptor(a[0]))
     return SemValue::invalid();
   const SemValue &d = a[0].value;
-  auto offsets = blockOffsets(d, &a[1]);
+  auto offsets = descriptorOffsets(d, a[1]);
   if (!offsets)
     return SemValue::invalid();
   return loadBlock(d, *offsets, std::vector<bool>(d.rank(), true), d.s, false, {}, {});
@@ -314,7 +316,7 @@ SemValue BuiltinCall::onStoreTensorDescriptor() {
   if (!bind({{"desc", "offsets", "value"}, 3}) || !requireDescriptor(a[0]))
     return SemValue::invalid();
   const SemValue &d = a[0].value;
-  auto offsets = blockOffsets(d, &a[1]);
+  auto offsets = descriptorOffsets(d, a[1]);
   if (!offsets)
     return SemValue::invalid();
   return storeBlock(d, *offsets, std::vector<bool>(d.rank(), true), a[2].value, a[2].loc, {}, {});

@@ -86,7 +86,8 @@ public:
   SemValue offsetValue(const SemValue &v);
   std::optional<std::string> paddingArg(const Arg &x);
   std::optional<std::vector<bool>> boundaryCheckArg(const Arg &x, size_t rank);
-  std::optional<std::vector<SemValue>> blockOffsets(const SemValue &bp, const Arg *offsets);
+  std::vector<SemValue> blockOffsets(const SemValue &bp);
+  std::optional<std::vector<SemValue>> descriptorOffsets(const SemValue &desc, const Arg &offsets);
   bool requireDescriptor(const Arg &x);
   bool blockAddresses(const SemValue &bp, const std::vector<SemValue> &offsets,
                       const std::vector<bool> &checked, SemValue &ptrs, SemValue &mask);

@@ -77,14 +77,24 @@ SemValue BuiltinCall::onLoad() {
   StringAttr cop, evict;
   if (!memoryHints(4, true, cop, evict))
     return SemValue::invalid();
+  // volatile= of either form: True or False.
+  auto isVolatile = [&]() -> std::optional<bool> {
+    if (!a[3].present)
+      return false;
+    if (a[3].value.kind != SemValue::Bool) {
+      fail(a[3].loc, "load() 'volatile' must be True or False");
+      return std::nullopt;
+    }
+    return a[3].value.b;
+  };
   if (a[0].value.kind == SemValue::BlockPtr) {
     const SemValue &bp = a[0].value;
     auto checked = boundaryCheckArg(a[6], bp.rank());
     auto padding = checked ? paddingArg(a[7]) : std::nullopt;
-    auto isVolatile = padding ? flagArg(a[3], "volatile", false) : std::nullopt;
-    if (!isVolatile)
+    auto vol = padding ? isVolatile() : std::nullopt;
+    if (!vol)
       return SemValue::invalid();
-    return loadBlock(bp, *blockOffsets(bp, nullptr), *checked, *padding, *isVolatile, cop, evict);
+    return loadBlock(bp, blockOffsets(bp), *checked, *padding, *vol, cop, evict);
   }
   if (!pointerArg(a[0]))
     return SemValue::invalid();
@@ -103,17 +113,12 @@ SemValue BuiltinCall::onLoad() {
       return other;
     vals.push_back(&other);
   }
-  bool isVolatile = false;
-  if (a[3].present) {
-    if (a[3].value.kind != SemValue::Bool)
-      return fail(a[3].loc, "load() 'volatile' must be True or False");
-    isVolatile = a[3].value.b;
-  }
-  if (!broadcastAll(vals))
+  std::optional<bool> vol = isVolatile();
+  if (!vol || !broadcastAll(vals))
     return SemValue::invalid();
   TileType t{ptr.type.elem.pointee(), ptr.type.shape};
   auto op = tile::LoadOp::create(b_, ml, toMlir(t), ptr.value, mask.ok() ? mask.value : Value(),
-                                 other.ok() ? other.value : Value(), isVolatile, cop, evict);
+                                 other.ok() ? other.value : Value(), *vol, cop, evict);
   return SemValue::ofRuntime(op.getResult(), t);
 }
 
@@ -129,7 +134,7 @@ SemValue BuiltinCall::onStore() {
     auto checked = boundaryCheckArg(a[5], bp.rank());
     if (!checked)
       return SemValue::invalid();
-    return storeBlock(bp, *blockOffsets(bp, nullptr), *checked, a[1].value, a[1].loc, cop, evict);
+    return storeBlock(bp, blockOffsets(bp), *checked, a[1].value, a[1].loc, cop, evict);
   }
   if (!pointerArg(a[0]))
     return SemValue::invalid();
