@@ -32,6 +32,18 @@ bool isUniformStep(scf::ForOp op, Value step) {
   return matchPattern(step, m_Constant(&dense)) && dense.isSplat();
 }
 
+tile::AddPtrOp pointerAdvance(scf::ForOp op, unsigned i) {
+  Value arg = op.getRegionIterArgs()[i];
+  auto yield = cast<scf::YieldOp>(op.getBody()->getTerminator());
+  auto ap = yield.getOperand(i).getDefiningOp<tile::AddPtrOp>();
+  return ap && ap.getPtr() == arg && isa<RankedTensorType>(arg.getType()) ? ap : tile::AddPtrOp();
+}
+
+bool advancesUniformly(scf::ForOp op, unsigned i) {
+  tile::AddPtrOp ap = pointerAdvance(op, i);
+  return ap && isUniformStep(op, ap.getOffset());
+}
+
 // "file:line:col" of `loc`, or empty.
 static std::string where(Location loc) {
   if (auto fl = dyn_cast<FileLineColLoc>(loc))
@@ -121,18 +133,18 @@ std::optional<DotLoop> matchDotLoop(scf::ForOp op, std::string *why) {
   m.accIndex = accArg.getArgNumber() - 1;
   if (yield.getOperand(m.accIndex) != m.dot.getResult())
     return no("the accumulator is not a loop-carried value that only the dot reads and updates", m.dot);
-  for (auto [i, arg] : llvm::enumerate(op.getRegionIterArgs())) {
+  for (unsigned i = 0; i < op.getNumRegionIterArgs(); ++i) {
     if (i == m.accIndex)
       continue;
-    auto ap = yield.getOperand(i).getDefiningOp<tile::AddPtrOp>();
+    tile::AddPtrOp ap = pointerAdvance(op, i);
     Operation *def = yield.getOperand(i).getDefiningOp();
-    if (!ap || ap.getPtr() != arg || !isa<RankedTensorType>(arg.getType()))
+    if (!ap)
       return no("the loop carries a value other than the accumulator and pointer tiles "
                 "advanced by a step", def ? def : op.getOperation());
     Value off = ap.getOffset();
     if (!isUniformStep(op, off))
       return no("a pointer tile advances by a step that is not the same for every element", ap);
-    m.advancing.push_back({unsigned(i), off});
+    m.advancing.push_back({i, off});
   }
   return m;
 }

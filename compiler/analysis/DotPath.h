@@ -53,6 +53,14 @@ bool isZeroSplat(Value v);
 /// loop-invariant scalar, or a splat constant.
 bool isUniformStep(scf::ForOp op, Value step);
 
+/// The addptr by which `op` advances its iter_arg `i`, a pointer tile
+/// (`p += step`), or null when the loop yields something else for it.
+tile::AddPtrOp pointerAdvance(scf::ForOp op, unsigned i);
+
+/// Whether `op` advances its iter_arg `i`, a pointer tile, by a uniform step
+/// (pointerAdvance and isUniformStep): a tile that the loop need not carry.
+bool advancesUniformly(scf::ForOp op, unsigned i);
+
 /// The pipelineable form of `op`, or nothing (PipelinedDotLoop.cpp); then,
 /// with `why`, what in the body breaks the form, and where ("file:line:col").
 std::optional<DotLoop> matchDotLoop(scf::ForOp op, std::string *why = nullptr);

@@ -72,12 +72,8 @@ std::vector<std::string> loopCarriedReport(func::FuncOp fn, int64_t numWarps) {
       Type t = carried[i].getType();
       // A pointer tile advanced by a uniform step is recomputed in each
       // iteration from its start (when that is index arithmetic), not carried.
-      if (forOp && isa<RankedTensorType>(t)) {
-        auto yield = cast<scf::YieldOp>(forOp.getBody()->getTerminator());
-        auto ap = yield.getOperand(i).getDefiningOp<tile::AddPtrOp>();
-        if (ap && ap.getPtr() == carried[i] && isUniformStep(forOp, ap.getOffset()))
-          continue;
-      }
+      if (forOp && advancesUniformly(forOp, unsigned(i)))
+        continue;
       anyTile |= isa<RankedTensorType>(t);
       std::string name = names ? cast<StringAttr>(names[i - skip]).str() : "";
       if (!name.empty() && name[0] == '%')

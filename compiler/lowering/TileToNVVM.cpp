@@ -1850,27 +1850,32 @@ bool KernelLowering::lowerFor(scf::ForOp op) {
   // uniform step (`p += BK * stride`) is not carried: iteration j reads it as
   // its start plus j steps, as the pipelined loops do. Carried, it would hold
   // a 64-bit address per element in registers across the loop.
-  auto yield = cast<scf::YieldOp>(op.getBody()->getTerminator());
   SmallVector<std::optional<AdvancingTile>> advancing(op.getNumRegionIterArgs());
-  for (auto [i, arg] : llvm::enumerate(op.getRegionIterArgs()))
-    if (auto ap = yield.getOperand(i).getDefiningOp<tile::AddPtrOp>();
-        ap && ap.getPtr() == arg && isa<RankedTensorType>(arg.getType()) &&
-        analysis::isUniformStep(op, ap.getOffset()))
-      advancing[i] = advancingTile(op, unsigned(i), ap.getOffset(), loc);
-  LoopTrips trips = loopTrips(op, loc);
+  bool anyAdvancing = false;
+  for (unsigned i = 0; i < op.getNumRegionIterArgs(); ++i)
+    if (analysis::advancesUniformly(op, i)) {
+      advancing[i] = advancingTile(op, i, analysis::pointerAdvance(op, i).getOffset(), loc);
+      anyAdvancing |= advancing[i].has_value();
+    }
+  // The trip count, for the advancing tiles' values after the loop.
+  std::optional<LoopTrips> trips;
+  if (anyAdvancing)
+    trips = loopTrips(op, loc);
   SmallVector<Value> inits;
   for (auto [i, v] : llvm::enumerate(op.getInitArgs()))
     if (!advancing[i])
       flatten(v, inits, loc, layoutPtr(i));
-  auto forOp = scf::ForOp::create(b_, loc, trips.lo, scalarOf(op.getUpperBound()), trips.step,
-                                  inits);
+  Value lo = scalarOf(op.getLowerBound()), step = scalarOf(op.getStep());
+  auto forOp = scf::ForOp::create(b_, loc, lo, scalarOf(op.getUpperBound()), step, inits);
   {
     OpBuilder::InsertionGuard g(b_);
     enterLoopBody(forOp);
     Value iv = forOp.getInductionVar();
     bindScalar(op.getInductionVar(), iv);
     // The iteration count, for the advancing tiles.
-    Value j = arith::DivSIOp::create(b_, loc, arith::SubIOp::create(b_, loc, iv, trips.lo), trips.step);
+    Value j = anyAdvancing ? Value(arith::DivSIOp::create(
+                                 b_, loc, arith::SubIOp::create(b_, loc, iv, lo), step))
+                           : Value();
     size_t pos = 0;
     ValueRange args = forOp.getRegionIterArgs();
     for (auto [i, a] : llvm::enumerate(op.getRegionIterArgs())) {
@@ -1897,7 +1902,7 @@ bool KernelLowering::lowerFor(scf::ForOp op) {
   ValueRange results = forOp.getResults();
   for (auto [i, r] : llvm::enumerate(op.getResults())) {
     if (advancing[i])
-      bindAdvanced(r, *advancing[i], trips.n, loc);
+      bindAdvanced(r, *advancing[i], trips->n, loc);
     else
       bindFlat(r, results, pos, layoutPtr(i));
   }
