@@ -333,13 +333,17 @@ std::string wrapObservedWhy(tile::LoadOp ld, scf::ForOp loop, int td, const Affi
     Value x = work.pop_back_val();
     for (OpOperand &use : x.getUses()) {
       Operation *u = use.getOwner();
-      if (!seen.insert(u).second)
-        continue;
+      // Every use by a store is checked (the result may reach one store
+      // twice); other users are followed once.
       if (auto st = dyn_cast<tile::StoreOp>(u)) {
-        if (use.getOperandNumber() != 1 || !masksWrap(st, accDim, w))
+        if (use.getOperandNumber() != 1)
+          return "the result reaches a store's address or mask";
+        if (!masksWrap(st, accDim, w))
           return "a store of the result does not mask the wrapped elements";
         continue;
       }
+      if (!seen.insert(u).second)
+        continue;
       auto rt = u->getNumResults() == 1 ? dyn_cast<RankedTensorType>(u->getResult(0).getType())
                                         : RankedTensorType();
       bool elementwise = rt && rt.getShape() == shape &&
