@@ -57,11 +57,11 @@ std::optional<Advance> advanceOf(scf::ForOp loop, BlockArgument arg, Value yield
 }
 
 /// Rewrites the iter_args of `loop` (with a constant positive step) that
-/// advance by a loop-invariant amount per iteration; returns how many.
-int substitute(scf::ForOp loop) {
+/// advance by a loop-invariant amount per iteration.
+void substitute(scf::ForOp loop) {
   APInt stepC;
   if (!matchPattern(loop.getStep(), m_ConstantInt(&stepC)) || !stepC.isStrictlyPositive())
-    return 0;
+    return;
   int64_t step = stepC.getSExtValue();
   auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
   OpBuilder b(loop);
@@ -69,8 +69,7 @@ int substitute(scf::ForOp loop) {
   Value iv = loop.getInductionVar();
   Type ivType = iv.getType();
   if (!ivType.isSignlessInteger())
-    return 0;
-  int done = 0;
+    return;
   for (auto [i, arg] : llvm::enumerate(loop.getRegionIterArgs())) {
     if (!arg.getType().isSignlessInteger() || arg.getType().isInteger(1))
       continue;
@@ -110,9 +109,7 @@ int substitute(scf::ForOp loop) {
     }
     // The loop now passes the value through unchanged (dropped below).
     yield->setOperand(i, arg);
-    ++done;
   }
-  return done;
 }
 
 /// Rebuilds `loop` without the iter_args it passes through unchanged (a
