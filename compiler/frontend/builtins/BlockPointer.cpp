@@ -104,14 +104,10 @@ SemValue BuiltinCall::makeBlock(bool descriptor) {
     r.s = pad->empty() ? "zero" : *pad;
     return r;
   }
-  auto offsets = integerTuple(a[3], "offsets", rank);
+  auto offsets = offsetsArg(a[3], rank);
   if (!offsets)
     return SemValue::invalid();
-  for (const SemValue &o : *offsets) {
-    r.elems.push_back(offsetValue(o));
-    if (!r.elems.back().ok())
-      return SemValue::invalid();
-  }
+  r.elems.insert(r.elems.end(), offsets->begin(), offsets->end());
   // order names the dimensions from fastest to slowest varying in memory: a
   // layout hint in Triton, checked here and not needed (the compiler reads
   // contiguity from the strides).
@@ -276,10 +272,10 @@ std::vector<SemValue> BuiltinCall::blockOffsets(const SemValue &bp) {
   return std::vector<SemValue>(bp.elems.begin() + 1 + 2 * bp.rank(), bp.elems.end());
 }
 
-// The offsets argument of a descriptor's load or store, as i32 (offsetValue).
-std::optional<std::vector<SemValue>> BuiltinCall::descriptorOffsets(const SemValue &desc,
-                                                                    const Arg &offsets) {
-  auto o = integerTuple(offsets, "offsets", desc.rank());
+// An offsets argument (make_block_ptr, a descriptor's load or store) of
+// `rank` entries, as i32 (offsetValue).
+std::optional<std::vector<SemValue>> BuiltinCall::offsetsArg(const Arg &offsets, size_t rank) {
+  auto o = integerTuple(offsets, "offsets", rank);
   if (!o)
     return std::nullopt;
   for (SemValue &v : *o) {
@@ -304,7 +300,7 @@ SemValue BuiltinCall::onLoadTensorDescriptor() {
   if (!bind({{"desc", "offsets"}, 2}) || !requireDescriptor(a[0]))
     return SemValue::invalid();
   const SemValue &d = a[0].value;
-  auto offsets = descriptorOffsets(d, a[1]);
+  auto offsets = offsetsArg(a[1], d.rank());
   if (!offsets)
     return SemValue::invalid();
   return loadBlock(d, *offsets, std::vector<bool>(d.rank(), true), d.s, false, {}, {});
@@ -316,7 +312,7 @@ SemValue BuiltinCall::onStoreTensorDescriptor() {
   if (!bind({{"desc", "offsets", "value"}, 3}) || !requireDescriptor(a[0]))
     return SemValue::invalid();
   const SemValue &d = a[0].value;
-  auto offsets = descriptorOffsets(d, a[1]);
+  auto offsets = offsetsArg(a[1], d.rank());
   if (!offsets)
     return SemValue::invalid();
   return storeBlock(d, *offsets, std::vector<bool>(d.rank(), true), a[2].value, a[2].loc, {}, {});

@@ -87,7 +87,7 @@ public:
   std::optional<std::string> paddingArg(const Arg &x);
   std::optional<std::vector<bool>> boundaryCheckArg(const Arg &x, size_t rank);
   std::vector<SemValue> blockOffsets(const SemValue &bp);
-  std::optional<std::vector<SemValue>> descriptorOffsets(const SemValue &desc, const Arg &offsets);
+  std::optional<std::vector<SemValue>> offsetsArg(const Arg &offsets, size_t rank);
   bool requireDescriptor(const Arg &x);
   bool blockAddresses(const SemValue &bp, const std::vector<SemValue> &offsets,
                       const std::vector<bool> &checked, SemValue &ptrs, SemValue &mask);
