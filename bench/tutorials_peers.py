@@ -113,12 +113,12 @@ def main():
         targets.append({"name": f"layer norm tutorial {label}, 4096 x 8192 f16, vs torch layer_norm (torch_ms / tessera_ms)",
                         "measured": round(peer / ln[key], 4), "target": 1.0, "better": "higher",
                         "met": peer / ln[key] >= 1.0})
-    # Beside the tutorial's configuration: the backward with maxnreg=128 (a
-    # figure, not the target row).
-    capped = t["layer_norm_fwd_ms"] + t["layer_norm_bwd_maxnreg128_ms"]
-    rows.append({"op": "layer_norm_fwd_bwd_maxnreg128", "shape": [4096, 8192], "dtype": "f16",
-                 "tessera_ms": capped, "torch_ms": peers["layer_norm_fwd_bwd"],
-                 "speedup": peers["layer_norm_fwd_bwd"] / capped})
+    # Beside it: the backward without the compiler's 128-register cap for
+    # 8-warp kernels without a dot (maxnreg=255; a figure, not a target row).
+    uncapped = t["layer_norm_fwd_ms"] + t["layer_norm_bwd_uncapped_ms"]
+    rows.append({"op": "layer_norm_fwd_bwd_uncapped", "shape": [4096, 8192], "dtype": "f16",
+                 "tessera_ms": uncapped, "torch_ms": peers["layer_norm_fwd_bwd"],
+                 "speedup": peers["layer_norm_fwd_bwd"] / uncapped})
     frac = t["copy_ms"] / t["dropout_ms"]
     rows.append({"op": "dropout", "n": 1 << 26, "tessera_ms": t["dropout_ms"], "copy_ms": t["copy_ms"],
                  "of_copy": frac})

@@ -119,6 +119,10 @@ public:
     if (maxRegs)
       maxRegs_ = maxRegs;
   }
+  /// Blocks per SM to ask ptxas for (.minnctapersm) so that a kernel without
+  /// tensor cores keeps a second block resident to hide memory latency; 0:
+  /// none. `largestTile`: the elements of the kernel's largest tile.
+  int64_t latencyOccupancyBlocks(bool hasDot, int64_t largestTile) const;
   /// After a warp-specialized loop the producers have exited: barriers name
   /// barrier 1 with the consumers' threads only.
   void syncConsumersOnly() { barrierThreads_ = threads_; }

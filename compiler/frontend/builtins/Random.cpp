@@ -88,12 +88,24 @@ SemValue BuiltinCall::onRandom() {
   auto x3 = [&](const SemValue &p, const SemValue &q, const SemValue &r) {
     return binary(BinOp::BitXor, binary(BinOp::BitXor, p, q, L), r, L);
   };
+  // Both halves of a 32-bit round product from one widened multiply: the GPU
+  // then issues one IMAD.WIDE.U32 instead of an IMAD.HI and an IMAD, which
+  // halves the multiplier work that bounds dropout-style kernels.
+  auto mulBoth = [&](const SemValue &x, const SemValue &y) -> std::pair<SemValue, SemValue> {
+    if (wide)
+      return {mulhi(x, y), binary(BinOp::Mul, x, y, L)};
+    DType u64{ScalarType::u64, 0};
+    SemValue p = binary(BinOp::Mul, castTo(x, u64, L), castTo(y, u64, L), L);
+    SemValue hi = binary(BinOp::Shr, p, SemValue::ofInt(32), L);
+    return {castTo(hi, ut, L), castTo(p, ut, L)};
+  };
   for (int64_t i = 0; i < rounds; ++i) {
-    SemValue c0 = c[0], c2 = c[2];
-    c[0] = x3(mulhi(B, c2), c[1], k0);
-    c[2] = x3(mulhi(A, c0), c[3], k1);
-    c[1] = binary(BinOp::Mul, B, c2, L);
-    c[3] = binary(BinOp::Mul, A, c0, L);
+    auto [hiB, loB] = mulBoth(B, c[2]);
+    auto [hiA, loA] = mulBoth(A, c[0]);
+    c[0] = x3(hiB, c[1], k0);
+    c[2] = x3(hiA, c[3], k1);
+    c[1] = loB;
+    c[3] = loA;
     k0 = binary(BinOp::Add, k0, keyA, L);
     k1 = binary(BinOp::Add, k1, keyB, L);
     for (const SemValue &v : c)
