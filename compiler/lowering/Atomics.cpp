@@ -12,7 +12,7 @@
 //   barrier, so that every thread's earlier stores are ordered before it (the
 //   unlock of a spin lock); the old value reaches the other threads through
 //   shared memory after a second barrier, which also extends an acquire to
-//   them;
+//   them (an unused old value: only that barrier, and only for an acquire);
 // - an f32 add whose result is unused, on lanes proven contiguous, relaxed or
 //   release, on sm_90: one red.v2/v4.f32 for 2 or 4 lanes.
 #include "KernelLowering.h"
@@ -241,6 +241,14 @@ bool KernelLowering::lowerAtomic(Operation *op) {
     Value first = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::eq, tid_, i32c(0, loc));
     Value m = maskV ? Value(arith::AndIOp::create(b_, loc, first, scalarOf(maskV))) : first;
     Value old = emit(scalarOf(ptrV), scalarOf(valV), cmpV ? scalarOf(cmpV) : Value(), m);
+    if (res.use_empty()) {
+      // Nothing to broadcast (a spin lock's release): an acquire still
+      // reaches the other threads through a barrier; a release or a relaxed
+      // atomic needs none after it.
+      if (acquires(sem))
+        barrier(loc);
+      return true;
+    }
     SmemTemps temps(smem_);
     Value base = smemBase(temps.take(byteWidth(et)), loc);
     barrier(loc);

@@ -95,6 +95,40 @@ def k(P: *f32, Q: *f32, U: *u32, L: *i32, BLOCK: constexpr = 256):
   CHECK(ptx.find("atom.", bar) == xchg); // no other atomic between them
 }
 
+TEST_CASE("atomics: a scalar atomic whose result is unused broadcasts nothing", "[atomics][ptx]") {
+  // Only the barrier that an acquire needs follows it; a used result still
+  // goes through shared memory.
+  const char *src = R"(
+@kernel
+def k(L: *i32, C: *i32, Out: *i32):
+    atomic_xchg(L, 0, sem="release")
+    atomic_xchg(L, 1, sem="acq_rel")
+    store(Out, atomic_cas(C, 0, 1, sem="acquire"))
+)";
+  std::string ptx = ptxFor(src, "k", "sm_90a");
+  INFO(ptx);
+  size_t rel = ptx.find("atom.release.gpu.global.exch.b32");
+  size_t ar = ptx.find("atom.acq_rel.gpu.global.exch.b32");
+  size_t cas = ptx.find("atom.acquire.gpu.global.cas.b32");
+  REQUIRE(rel != std::string::npos);
+  REQUIRE(ar != std::string::npos);
+  REQUIRE(cas != std::string::npos);
+  REQUIRE(rel < ar);
+  REQUIRE(ar < cas);
+  auto between = [&](size_t from, size_t to, const char *what) {
+    return count(ptx.substr(from, to - from), what);
+  };
+  // release -> acq_rel: the acq_rel's own barrier before it, no broadcast.
+  CHECK(between(rel, ar, "st.shared") == 0);
+  CHECK(between(rel, ar, "bar.sync") == 1);
+  // acq_rel -> cas: one barrier for its acquire; the cas's own barrier before
+  // it is not needed (acquire only), so exactly one.
+  CHECK(between(ar, cas, "st.shared") == 0);
+  CHECK(between(ar, cas, "bar.sync") == 1);
+  // The cas's result is stored: it is broadcast.
+  CHECK(count(ptx.substr(cas), "st.shared") == 1);
+}
+
 TEST_CASE("atomics: an f32 add whose result is unused is a vector red on sm_90", "[atomics][ptx]") {
   std::string hopper = ptxFor(kScatterSrc, "scatter_add", "sm_90a");
   INFO(hopper);
