@@ -269,24 +269,30 @@ TEST_CASE("GPU roast_mm_fwd on the pipelined tensor-core path matches fp64", "[g
     dr.copyFromHost(R.data(), R.size() * 4);
     // BN <= HN: one hash per K-step; BN = 128 > HN: one hash per column, the
     // rows contiguous in runs of HN (axis info through / and % by HN).
-    for (auto [warps, bn] : {std::pair<int, int64_t>{8, 64}, {4, 64}, {8, 128}}) {
-      const int64_t bm = 16 * warps;
+    // SPLIT_K > 1: the small-batch form (32-row tiles), partial sums added
+    // into a zeroed Y with f32 atomics.
+    struct Shape {
+      int warps;
+      int64_t bm, bn, split;
+    };
+    for (auto [warps, bm, bn, split] : {Shape{8, 128, 64, 1}, Shape{4, 64, 64, 1}, Shape{8, 128, 128, 1},
+                                        Shape{4, 32, 128, 3}, Shape{8, 32, 256, 2}}) {
       JitOptions o;
       o.numWarps = warps;
       o.numStages = 3;
       Kernel k = compile(*ctx, std::string(TESSERA_SOURCE_DIR) + "/kernels_dsl/roast/roast_mm.tile",
                          "roast_mm_fwd",
                          {{"BM", bm}, {"BN", bn}, {"BK", int64_t(32)}, {"GROUP", int64_t(4)},
-                          {"DT", *parseDType(dt)}},
+                          {"DT", *parseDType(dt)}, {"SPLIT_K", split}},
                          o);
-      dy.memset(0xFF);
+      dy.memset(split > 1 ? 0 : 0xFF);
       std::vector<ArgValue> args = makeArgs(
           DevicePtr<uint8_t>{dx.address()}, DevicePtr<uint8_t>{dm.address()}, DevicePtr<float>{dy.address()},
           DevicePtr<int32_t>{dr.address()}, int32_t(Bn), int32_t(K), int32_t(N), int32_t(memSize), lam,
           int32_t(K), int32_t(1), int32_t(N), int32_t(1));
       for (size_t p = 0; p < 2; ++p)
         args[p].type = k.signature().params[p].type;
-      k.launchWithArgs(ctx->stream(), Grid::of(cdiv(Bn, bm) * cdiv(N, bn)), args);
+      k.launchWithArgs(ctx->stream(), Grid::of(cdiv(Bn, bm) * cdiv(N, bn), split), args);
       ctx->synchronize();
       std::vector<float> y(size_t(Bn * N));
       dy.copyToHost(y.data(), y.size() * 4);
@@ -294,7 +300,7 @@ TEST_CASE("GPU roast_mm_fwd on the pipelined tensor-core path matches fp64", "[g
       for (size_t i = 0; i < y.size(); ++i)
         err.add(y[i], ref[i] * lam);
       double rel = err.value();
-      INFO(dt << " BM=" << bm << " BN=" << bn << ": relative error " << rel);
+      INFO(dt << " BM=" << bm << " BN=" << bn << " SPLIT_K=" << split << ": relative error " << rel);
       CHECK(rel <= (dt == "f32" ? 3e-3 : 1e-5));
     }
   }

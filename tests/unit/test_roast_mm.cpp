@@ -220,6 +220,20 @@ TEST_CASE("roast kernels: every tile shape around the hash tile matches fp64", "
                  int32_t(K), int32_t(N), int32_t(H), lam, int32_t(K), int32_t(1), int32_t(N), int32_t(1));
         ctx.synchronize();
         CHECK(relErrL2(Y.toHost(), y) < 2e-5);
+        // Split K: SPLIT_K programs per output tile add into a zeroed Y; K
+        // is ragged, so the last split's last step is partial or empty.
+        for (int64_t split : {int64_t(2), int64_t(3)}) {
+          INFO("SPLIT_K " << split);
+          auto cs = c;
+          cs["SPLIT_K"] = split;
+          Kernel ks = compile(ctx, dir + "roast_mm.tile", "roast_mm_fwd", cs);
+          Y.memsetBytes(0);
+          ks.launch(ctx.stream(), Grid::of(cdiv(B, 32) * cdiv(N, bn), split), X, Mem, Y, dR,
+                    int32_t(B), int32_t(K), int32_t(N), int32_t(H), lam, int32_t(K), int32_t(1),
+                    int32_t(N), int32_t(1));
+          ctx.synchronize();
+          CHECK(relErrL2(Y.toHost(), y) < 2e-5);
+        }
       }
       {
         auto c = cx;
