@@ -53,7 +53,9 @@ public:
   Linear &operator=(Linear &&) noexcept;
 
   /// Y = lambda * X @ W. Throws tessera::Error when a buffer is too small or
-  /// batch is not in [1, 2^31 / max(in, out)).
+  /// batch is not in [1, 2^31 / max(in, out)). When the tuner picks a split-K
+  /// config (small batches), Y is zeroed and partial sums are added into it
+  /// with atomics: the last bits of Y may then differ run to run.
   void forward(const Stream &stream, const DeviceBuffer<float> &X, DeviceBuffer<float> &Y,
                int64_t batch);
   /// dX = lambda * dY @ W^T (overwritten), and the memory gradient added into
