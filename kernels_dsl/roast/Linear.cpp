@@ -27,6 +27,7 @@ struct Linear::State {
   Mapping mapping;
   HashTile tile;
   float lambda;
+  bool reproducible = false; // the forward never splits K (no atomics into Y)
   TunedKernelOptions tuning;
   DeviceBuffer<int32_t> R;
   std::unique_ptr<TunedKernel> fwd, dx, dm, dmWave, transpose;
@@ -38,21 +39,25 @@ struct Linear::State {
     return {{"HK", tile.k}, {"HN", tile.n}, {"ALIGNED", mapping == Mapping::Aligned}};
   }
   // Whether a config's (BK, BN) keeps every hashed block contiguous.
-  std::function<bool(const Config &)> fits(bool kDivides, bool nDivides) const {
+  // Whether a config's (BK, BN) keeps every hashed block contiguous, and
+  // (`oneSplit`) whether it sums each output tile in one program.
+  std::function<bool(const Config &)> fits(bool kDivides, bool nDivides, bool oneSplit) const {
     int64_t HK = tile.k, HN = tile.n;
     return [=](const Config &c) {
       int64_t bk = c.get("BK"), bn = c.get("BN");
       bool okK = HK % bk == 0 || (!kDivides && bk % HK == 0);
       bool okN = HN % bn == 0 || (!nDivides && bn % HN == 0);
-      return okK && okN;
+      return okK && okN && (!oneSplit || c.getOr("SPLIT_K", 1) == 1);
     };
   }
+  // Removing configs changes the space's hash, so a reproducible layer never
+  // takes a split config from a tuning entry of another layer.
   TunedKernel &kernel(std::unique_ptr<TunedKernel> &k, const char *file, const char *name,
-                      bool kDivides, bool nDivides) {
+                      bool kDivides, bool nDivides, bool oneSplit = false) {
     if (!k)
       k = detail::layerKernel(mem->context(), file, name, constexprs(),
-                              {{"BK", int64_t(16)}, {"BN", int64_t(16)}}, fits(kDivides, nDivides),
-                              tuning);
+                              {{"BK", int64_t(16)}, {"BN", int64_t(16)}},
+                              fits(kDivides, nDivides, oneSplit), tuning);
     return *k;
   }
 
@@ -92,6 +97,7 @@ Linear::Linear(MemoryArray &memory, int64_t in, int64_t out, TileHash hash, Line
   s.mapping = options.mapping;
   s.tile = t;
   s.lambda = lambda;
+  s.reproducible = options.reproducible;
   s.tuning = tuningFor(memory.context(), options.tuning);
   s.R = memory.context().upload(std::vector<int32_t>(checked.R.begin(), checked.R.end()));
 }
@@ -106,7 +112,7 @@ void Linear::forward(const Stream &stream, const DeviceBuffer<float> &X, DeviceB
   s.checkBatch("forward", batch);
   detail::checkBuffer("roast::Linear::forward", "X", X.size(), batch * s.in);
   detail::checkBuffer("roast::Linear::forward", "Y", Y.size(), batch * s.out);
-  TunedKernel &k = s.kernel(s.fwd, "roast/roast_mm.tile", "roast_mm_fwd", true, false);
+  TunedKernel &k = s.kernel(s.fwd, "roast/roast_mm.tile", "roast_mm_fwd", true, false, s.reproducible);
   const int64_t B = batch, N = s.out;
   auto grid = [=](const Config &c) {
     return Grid::of(cdiv(B, c.get("BM")) * cdiv(N, c.get("BN")), c.getOr("SPLIT_K", 1));

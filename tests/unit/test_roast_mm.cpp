@@ -180,6 +180,46 @@ TEST_CASE("roast Linear: the deterministic dM is bit-identical run to run", "[ro
   }
 }
 
+// LinearOptions::reproducible: the forward's configs exclude split K (no
+// atomics into Y), so a small batch, where the tuner may pick a split, gives
+// bit-identical Y run to run, still matching fp64.
+TEST_CASE("roast Linear: a reproducible forward never splits K and is bit-identical", "[roast]") {
+  Seeded s;
+  INFO("seed " << s.seed);
+  for (auto &t : roastref::targets()) {
+    INFO(t.name);
+    const bool gpu = !t.ctx->isInterpreter();
+    const int64_t B = 32, K = gpu ? 4096 : 200, N = gpu ? 2048 : 150;
+    MemoryArray M(*t.ctx, gpu ? (int64_t(1) << 20) : 20011, 1.0f, s.seed);
+    LinearOptions o;
+    o.mapping = Mapping::Aligned;
+    o.reproducible = true;
+    Linear fc(M, K, N, TileHash::fromSeed(s.seed), o);
+    std::vector<float> x = s.uniform(size_t(B * K));
+    auto X = t.ctx->upload(x);
+    auto Y = t.ctx->alloc<float>(size_t(B * N));
+    std::vector<float> first;
+    int differing = 0;
+    for (int run = 0; run < 3; ++run) {
+      Y.memsetBytes(0xFF);
+      fc.forward(t.ctx->stream(), X, Y, B);
+      t.ctx->synchronize();
+      std::vector<float> y = Y.toHost();
+      if (run == 0)
+        first = y;
+      else
+        differing += std::memcmp(y.data(), first.data(), y.size() * sizeof(float)) != 0;
+    }
+    CHECK(differing == 0);
+    std::string config = fc.chosenConfigs().at("roast_mm_fwd");
+    INFO("config " << config);
+    CHECK(config.find("SPLIT_K") == std::string::npos);
+    double err = relErrL2(first, refOf(fc).forward(x, M.values().toHost(), B));
+    INFO("relative error " << err);
+    CHECK(err < t.tol);
+  }
+}
+
 // The kernels at several tiles each against the reference (the layer uses the
 // tuned or first config; here BK and BN below, equal to and above the hash
 // tile's sides), straight through tessera::compile in the interpreter.
