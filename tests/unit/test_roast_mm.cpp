@@ -220,6 +220,22 @@ TEST_CASE("roast Linear: a reproducible forward never splits K and is bit-identi
   }
 }
 
+TEST_CASE("roast_mm_fwd: a split K with a non-f32 output is a compile error at the assert",
+          "[roast][errors]") {
+  CompileOptions o;
+  o.constexprs = {{"SPLIT_K", int64_t(2)}, {"OUT", *parseDType("bf16")}};
+  CompileResult r = compileFile(kernelLibraryPath("roast/roast_mm.tile"), "roast_mm_fwd", o);
+  INFO(r.diagnostics);
+  CHECK_FALSE(r.ok);
+  CHECK(r.diagnostics.find("roast_mm.tile:") != std::string::npos);
+  CHECK(r.diagnostics.find("SPLIT_K > 1 adds into Y with f32 atomics: OUT must be f32") !=
+        std::string::npos);
+  o.constexprs = {{"SPLIT_K", int64_t(0)}};
+  r = compileFile(kernelLibraryPath("roast/roast_mm.tile"), "roast_mm_fwd", o);
+  CHECK_FALSE(r.ok);
+  CHECK(r.diagnostics.find("SPLIT_K must be at least 1") != std::string::npos);
+}
+
 // The kernels at several tiles each against the reference (the layer uses the
 // tuned or first config; here BK and BN below, equal to and above the hash
 // tile's sides), straight through tessera::compile in the interpreter.
