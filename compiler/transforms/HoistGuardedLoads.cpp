@@ -81,9 +81,30 @@ bool addressesTouchedAnyway(tile::LoadOp load, scf::IfOp ifOp) {
   }
 }
 
+/// Whether `ifOp`'s condition is computed from a value read from memory (a
+/// load or an atomic): only then is there a wait to hide the load behind. A
+/// condition known early (program ids, arguments) gains nothing, and its
+/// other branch would only read more.
+bool conditionWaitsOnMemory(scf::IfOp ifOp) {
+  SmallVector<Value> work{ifOp.getCondition()};
+  DenseSet<Operation *> seen;
+  while (!work.empty()) {
+    Operation *def = work.pop_back_val().getDefiningOp();
+    if (!def || !seen.insert(def).second)
+      continue;
+    if (isa<tile::LoadOp, tile::AtomicRMWOp, tile::AtomicCASOp>(def))
+      return true;
+    if (isMemoryEffectFree(def) && def->getNumRegions() == 0)
+      llvm::append_range(work, def->getOperands());
+  }
+  return false;
+}
+
 /// Moves the loads of `ifOp`'s branches that qualify in front of it; true
 /// when one moved.
 bool hoistFrom(scf::IfOp ifOp) {
+  if (!conditionWaitsOnMemory(ifOp))
+    return false;
   bool moved = false;
   for (Region *region : {&ifOp.getThenRegion(), &ifOp.getElseRegion()}) {
     if (region->empty())

@@ -1,6 +1,8 @@
 // tessera-hoist-guarded-loads (compiler/transforms/HoistGuardedLoads.cpp): a
-// load in a branch is issued before the branch when the block accesses the
-// same pointer, with a mask that covers the load's, on every path.
+// load in a branch whose condition was read from memory is issued before the
+// branch when the block accesses the same pointer, with a mask that covers
+// the load's, on every path. Every if below but @known_early takes its
+// condition from a load (%c = load(flag) != 0).
 // RUN: tessera-opt %s --tessera-hoist-guarded-loads | FileCheck %s
 
 // A spin lock's critical section: the partial sums load together with the
@@ -12,7 +14,10 @@
 // CHECK: arith.addf %arg2, %[[L]]
 // CHECK: tile.store %arg0
 func.func @store_after(%p: tensor<4x!tile.ptr<f32>>, %m: tensor<4xi1>, %acc: tensor<4xf32>,
-                       %flag: !tile.ptr<i32>, %c: i1) {
+                       %flag: !tile.ptr<i32>, %cf: !tile.ptr<i32>) {
+  %cv = tile.load %cf : !tile.ptr<i32> -> i32
+  %z0 = arith.constant 0 : i32
+  %c = arith.cmpi ne, %cv, %z0 : i32
   %one = arith.constant 1 : i32
   %r = scf.if %c -> (tensor<4xf32>) {
     %old = tile.atomic_rmw xchg %flag, %one : !tile.ptr<i32>, i32 -> i32
@@ -32,7 +37,10 @@ func.func @store_after(%p: tensor<4x!tile.ptr<f32>>, %m: tensor<4xi1>, %acc: ten
 // CHECK-NEXT: tile.load %arg0 mask %arg1
 // CHECK-NEXT: scf.if
 func.func @store_before(%p: tensor<4x!tile.ptr<f32>>, %m: tensor<4xi1>, %v: tensor<4xf32>,
-                        %c: i1) -> tensor<4xf32> {
+                        %cf: !tile.ptr<i32>) -> tensor<4xf32> {
+  %cv = tile.load %cf : !tile.ptr<i32> -> i32
+  %z0 = arith.constant 0 : i32
+  %c = arith.cmpi ne, %cv, %z0 : i32
   tile.store %p, %v : tensor<4x!tile.ptr<f32>>, tensor<4xf32>
   %r = scf.if %c -> (tensor<4xf32>) {
     %l = tile.load %p mask %m : tensor<4x!tile.ptr<f32>> -> tensor<4xf32>, tensor<4xi1>
@@ -48,7 +56,10 @@ func.func @store_before(%p: tensor<4x!tile.ptr<f32>>, %m: tensor<4xi1>, %v: tens
 // CHECK-LABEL: func.func @no_other_access
 // CHECK: scf.if
 // CHECK-NEXT: tile.load
-func.func @no_other_access(%p: tensor<4x!tile.ptr<f32>>, %v: tensor<4xf32>, %c: i1) -> tensor<4xf32> {
+func.func @no_other_access(%p: tensor<4x!tile.ptr<f32>>, %v: tensor<4xf32>, %cf: !tile.ptr<i32>) -> tensor<4xf32> {
+  %cv = tile.load %cf : !tile.ptr<i32> -> i32
+  %z0 = arith.constant 0 : i32
+  %c = arith.cmpi ne, %cv, %z0 : i32
   %r = scf.if %c -> (tensor<4xf32>) {
     %l = tile.load %p : tensor<4x!tile.ptr<f32>> -> tensor<4xf32>
     scf.yield %l : tensor<4xf32>
@@ -63,7 +74,10 @@ func.func @no_other_access(%p: tensor<4x!tile.ptr<f32>>, %v: tensor<4xf32>, %c: 
 // CHECK: scf.if
 // CHECK-NEXT: tile.load
 func.func @other_mask(%p: tensor<4x!tile.ptr<f32>>, %m: tensor<4xi1>, %m2: tensor<4xi1>,
-                      %v: tensor<4xf32>, %c: i1) {
+                      %v: tensor<4xf32>, %cf: !tile.ptr<i32>) {
+  %cv = tile.load %cf : !tile.ptr<i32> -> i32
+  %z0 = arith.constant 0 : i32
+  %c = arith.cmpi ne, %cv, %z0 : i32
   %r = scf.if %c -> (tensor<4xf32>) {
     %l = tile.load %p mask %m : tensor<4x!tile.ptr<f32>> -> tensor<4xf32>, tensor<4xi1>
     scf.yield %l : tensor<4xf32>
@@ -80,7 +94,10 @@ func.func @other_mask(%p: tensor<4x!tile.ptr<f32>>, %m: tensor<4xi1>, %m2: tenso
 // CHECK-NEXT: tile.atomic_rmw
 // CHECK-NEXT: tile.load
 func.func @after_atomic(%p: tensor<4x!tile.ptr<f32>>, %v: tensor<4xf32>, %flag: !tile.ptr<i32>,
-                        %c: i1) {
+                        %cf: !tile.ptr<i32>) {
+  %cv = tile.load %cf : !tile.ptr<i32> -> i32
+  %z0 = arith.constant 0 : i32
+  %c = arith.cmpi ne, %cv, %z0 : i32
   %one = arith.constant 1 : i32
   %r = scf.if %c -> (tensor<4xf32>) {
     %old = tile.atomic_rmw xchg %flag, %one : !tile.ptr<i32>, i32 -> i32
@@ -99,7 +116,10 @@ func.func @after_atomic(%p: tensor<4x!tile.ptr<f32>>, %v: tensor<4xf32>, %flag: 
 // CHECK-NEXT: tile.addptr
 // CHECK-NEXT: tile.load
 func.func @pointer_inside(%p: tensor<4x!tile.ptr<f32>>, %off: tensor<4xi32>, %v: tensor<4xf32>,
-                          %c: i1) {
+                          %cf: !tile.ptr<i32>) {
+  %cv = tile.load %cf : !tile.ptr<i32> -> i32
+  %z0 = arith.constant 0 : i32
+  %c = arith.cmpi ne, %cv, %z0 : i32
   %r = scf.if %c -> (tensor<4xf32>) {
     %q = tile.addptr %p, %off : tensor<4x!tile.ptr<f32>>, tensor<4xi32>
     %l = tile.load %q : tensor<4x!tile.ptr<f32>> -> tensor<4xf32>
@@ -115,7 +135,10 @@ func.func @pointer_inside(%p: tensor<4x!tile.ptr<f32>>, %off: tensor<4xi32>, %v:
 // CHECK-LABEL: func.func @volatile
 // CHECK: scf.if
 // CHECK-NEXT: tile.load %arg0 {isVolatile}
-func.func @volatile(%p: tensor<4x!tile.ptr<f32>>, %v: tensor<4xf32>, %c: i1) {
+func.func @volatile(%p: tensor<4x!tile.ptr<f32>>, %v: tensor<4xf32>, %cf: !tile.ptr<i32>) {
+  %cv = tile.load %cf : !tile.ptr<i32> -> i32
+  %z0 = arith.constant 0 : i32
+  %c = arith.cmpi ne, %cv, %z0 : i32
   %r = scf.if %c -> (tensor<4xf32>) {
     %l = tile.load %p {isVolatile} : tensor<4x!tile.ptr<f32>> -> tensor<4xf32>
     scf.yield %l : tensor<4xf32>
@@ -130,7 +153,10 @@ func.func @volatile(%p: tensor<4x!tile.ptr<f32>>, %v: tensor<4xf32>, %c: i1) {
 // CHECK-LABEL: func.func @assert_between
 // CHECK: scf.if
 // CHECK-NEXT: tile.load
-func.func @assert_between(%p: tensor<4x!tile.ptr<f32>>, %v: tensor<4xf32>, %c: i1) {
+func.func @assert_between(%p: tensor<4x!tile.ptr<f32>>, %v: tensor<4xf32>, %cf: !tile.ptr<i32>) {
+  %cv = tile.load %cf : !tile.ptr<i32> -> i32
+  %z0 = arith.constant 0 : i32
+  %c = arith.cmpi ne, %cv, %z0 : i32
   %r = scf.if %c -> (tensor<4xf32>) {
     %l = tile.load %p : tensor<4x!tile.ptr<f32>> -> tensor<4xf32>
     scf.yield %l : tensor<4xf32>
@@ -148,9 +174,13 @@ func.func @assert_between(%p: tensor<4x!tile.ptr<f32>>, %v: tensor<4xf32>, %c: i
 // CHECK-NEXT: scf.if
 // CHECK-NOT: tile.load
 // CHECK: tile.store %arg0
-func.func @nested(%p: tensor<4x!tile.ptr<f32>>, %v: tensor<4xf32>, %c: i1, %d: i1) {
+func.func @nested(%p: tensor<4x!tile.ptr<f32>>, %v: tensor<4xf32>, %cf: !tile.ptr<i32>, %d: i1) {
+  %cv = tile.load %cf : !tile.ptr<i32> -> i32
+  %z0 = arith.constant 0 : i32
+  %c = arith.cmpi ne, %cv, %z0 : i32
   %r = scf.if %c -> (tensor<4xf32>) {
-    %i = scf.if %d -> (tensor<4xf32>) {
+    %dv = arith.xori %c, %d : i1
+    %i = scf.if %dv -> (tensor<4xf32>) {
       %l = tile.load %p : tensor<4x!tile.ptr<f32>> -> tensor<4xf32>
       scf.yield %l : tensor<4xf32>
     } else {
@@ -168,11 +198,16 @@ func.func @nested(%p: tensor<4x!tile.ptr<f32>>, %v: tensor<4xf32>, %c: i1, %d: i
 // outer block's store: the load stays.
 // CHECK-LABEL: func.func @nested_assert
 // CHECK: scf.if
+// CHECK-NEXT: arith.xori
 // CHECK-NEXT: scf.if
 // CHECK-NEXT: tile.load
-func.func @nested_assert(%p: tensor<4x!tile.ptr<f32>>, %v: tensor<4xf32>, %c: i1, %d: i1) {
+func.func @nested_assert(%p: tensor<4x!tile.ptr<f32>>, %v: tensor<4xf32>, %cf: !tile.ptr<i32>, %d: i1) {
+  %cv = tile.load %cf : !tile.ptr<i32> -> i32
+  %z0 = arith.constant 0 : i32
+  %c = arith.cmpi ne, %cv, %z0 : i32
   %r = scf.if %c -> (tensor<4xf32>) {
-    %i = scf.if %d -> (tensor<4xf32>) {
+    %dv = arith.xori %c, %d : i1
+    %i = scf.if %dv -> (tensor<4xf32>) {
       %l = tile.load %p : tensor<4x!tile.ptr<f32>> -> tensor<4xf32>
       scf.yield %l : tensor<4xf32>
     } else {
@@ -180,6 +215,21 @@ func.func @nested_assert(%p: tensor<4x!tile.ptr<f32>>, %v: tensor<4xf32>, %c: i1
     }
     tile.assert %d, "stop" : i1
     scf.yield %i : tensor<4xf32>
+  } else {
+    scf.yield %v : tensor<4xf32>
+  }
+  tile.store %p, %r : tensor<4x!tile.ptr<f32>>, tensor<4xf32>
+  return
+}
+
+// A condition known early (an argument) hides no wait: the load stays.
+// CHECK-LABEL: func.func @known_early
+// CHECK: scf.if
+// CHECK-NEXT: tile.load
+func.func @known_early(%p: tensor<4x!tile.ptr<f32>>, %v: tensor<4xf32>, %k: i1) {
+  %r = scf.if %k -> (tensor<4xf32>) {
+    %l = tile.load %p : tensor<4x!tile.ptr<f32>> -> tensor<4xf32>
+    scf.yield %l : tensor<4xf32>
   } else {
     scf.yield %v : tensor<4xf32>
   }
