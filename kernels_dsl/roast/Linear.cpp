@@ -117,15 +117,16 @@ void Linear::forward(const Stream &stream, const DeviceBuffer<float> &X, DeviceB
   auto grid = [=](const Config &c) {
     return Grid::of(cdiv(B, c.get("BM")) * cdiv(N, c.get("BN")), c.getOr("SPLIT_K", 1));
   };
-  auto launch = [&](auto &&run) {
-    return run(grid, X, s.mem->values(), Y, s.R, i32(B), i32(s.in), i32(N), i32(s.mem->size()),
-               s.lambda, i32(s.in), int32_t(1), i32(N), int32_t(1));
+  // The arguments once, for the config lookup and the launch.
+  auto pack = [](const auto &...a) {
+    return std::pair{makeArgs(a...), std::vector<const DeviceMemory *>{bufferOf(a)...}};
   };
+  auto [args, buffers] = pack(X, s.mem->values(), Y, s.R, i32(B), i32(s.in), i32(N),
+                              i32(s.mem->size()), s.lambda, i32(s.in), int32_t(1), i32(N), int32_t(1));
   // A split-K config adds its partial sums into Y (roast_mm.tile).
-  Config chosen = launch([&](auto &&...a) { return k.configFor(a...); });
-  if (chosen.getOr("SPLIT_K", 1) > 1)
+  if (k.configForArgs(grid, args, buffers).getOr("SPLIT_K", 1) > 1)
     Y.memsetBytes(0, stream);
-  launch([&](auto &&...a) { k.launch(stream, a...); });
+  k.launchWithArgs(stream, grid, args, buffers);
 }
 
 void Linear::backward(const Stream &stream, const DeviceBuffer<float> &X,
