@@ -10,7 +10,10 @@
 // Runs on the GPU at a larger size, or in the CPU interpreter
 // (TESSERA_INTERPRET=1, as in CI, or no GPU) at a small one in a few seconds.
 //
-//   example_roast_mlp [--small | --large] [--epochs N] [--lr X]
+//   example_roast_mlp [--small | --large] [--epochs N] [--lr X] [--reproducible]
+//
+// --reproducible: the same losses to the last bit on every run
+// (LinearOptions::reproducible: no split-K forward; dM by waves, not atomics).
 #include <tessera/roast/Roast.h>
 #include <tessera/tessera.h>
 
@@ -72,6 +75,7 @@ int main(int argc, char **argv) {
   int force = 0; // 1 small, 2 large
   int64_t epochs = -1;
   float lr = -1;
+  bool reproducible = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--small"))
       force = 1;
@@ -81,8 +85,11 @@ int main(int argc, char **argv) {
       epochs = std::atoll(argv[++i]);
     else if (!std::strcmp(argv[i], "--lr") && i + 1 < argc)
       lr = float(std::atof(argv[++i]));
+    else if (!std::strcmp(argv[i], "--reproducible"))
+      reproducible = true;
     else {
-      std::cerr << "usage: example_roast_mlp [--small | --large] [--epochs N] [--lr X]\n";
+      std::cerr << "usage: example_roast_mlp [--small | --large] [--epochs N] [--lr X] "
+                   "[--reproducible]\n";
       return 2;
     }
   }
@@ -110,6 +117,7 @@ int main(int argc, char **argv) {
     MemoryArray mem(ctx, s.memory, /*C=*/1.0f, /*seed=*/7);
     LinearOptions opt;
     opt.tile = s.tile;
+    opt.reproducible = reproducible;
     Linear fc1(mem, s.in, s.hidden, TileHash::fromSeed(1), opt);
     Linear fc2(mem, s.hidden, s.out, TileHash::fromSeed(2), opt);
 
@@ -135,9 +143,9 @@ int main(int argc, char **argv) {
       if (epoch == s.epochs)
         break; // the last line reports the trained model
       mseGrad.launch(st, grid(ny), y, t, dy, int32_t(ny), float(2.0 / double(ny)));
-      fc2.backward(st, h1, dy, dh1, s.batch);
+      fc2.backward(st, h1, dy, dh1, s.batch, /*deterministic=*/reproducible);
       reluBack.launch(st, grid(nh), a1, dh1, dh1, int32_t(nh));
-      fc1.backwardMemory(st, x, dh1, s.batch);
+      fc1.backwardMemory(st, x, dh1, s.batch, /*deterministic=*/reproducible);
       mem.sgdStep(st, s.lr);
     }
     bool fell = std::isfinite(losses.back()) && losses.back() < 0.75 * losses.front();
