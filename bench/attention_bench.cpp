@@ -1,8 +1,11 @@
 // attention_bench: kernels_dsl/attention/flash_attn.tile, forward and forward +
 // backward, timed on the GPU for issue 16's cases; bench/attention_peers.py runs
 // torch SDPA's flash backend on the same cases in the same session and writes
-// bench/results/fast_by_default.json. Prints one JSON object:
-//   {"fwd_ms": {CASE: ms}, "bwd_ms": {CASE: ms}}   (bwd: preprocessing + backward)
+// bench/results/fast_by_default.json. The forward and backward configs are the
+// autotuner's (the kernels' @autotune spaces, tuned afresh for every case).
+// Prints one JSON object:
+//   {"fwd_ms": {CASE: ms}, "bwd_ms": {CASE: ms}, "fwd_config": {CASE: config},
+//    "bwd_config": {CASE: config}}            (bwd: preprocessing + backward)
 // with CASE = "<dtype>_d<D>_n<N>[_causal]" and batch x heads as in the peer script.
 //
 //   attention_bench [--quick]     (--quick: N = 1024 only)
@@ -11,6 +14,7 @@
 
 #include "tessera/Half.h"
 #include "tessera/KernelLibrary.h"
+#include "tessera/TunedKernel.h"
 
 #include <cmath>
 #include <cstdio>
@@ -27,9 +31,14 @@ namespace {
 // Batch x heads at sequence length n (issue 16: 128 at 1024, 32 at 16384).
 int32_t headsAt(int32_t n) { return n <= 1024 ? 128 : n <= 4096 ? 64 : 32; }
 
-template <class T>
-void time(Context &ctx, int32_t N, int32_t D, bool causal, const std::string &key, std::string &fwdOut,
-          std::string &bwdOut) {
+struct Timings {
+  std::string fwd, bwd, fwdConfig, bwdConfig; // JSON members, comma-separated
+  void add(std::string &to, const std::string &key, const std::string &value) {
+    to += (to.empty() ? "\"" : ", \"") + key + "\": " + value;
+  }
+};
+
+template <class T> void time(Context &ctx, int32_t N, int32_t D, bool causal, const std::string &key, Timings &out) {
   const int32_t Z = 1, H = headsAt(N);
   const size_t n = size_t(Z) * H * N * D;
   std::mt19937 rng(7);
@@ -42,32 +51,35 @@ void time(Context &ctx, int32_t N, int32_t D, bool causal, const std::string &ke
   auto lse = ctx.alloc<float>(size_t(Z) * H * N), delta = ctx.alloc<float>(size_t(Z) * H * N);
   const std::string file = kernelLibraryPath("attention/flash_attn.tile");
   DType dt{std::is_same_v<T, bf16> ? ScalarType::bf16 : ScalarType::f16, 0};
-  JitOptions jo; // 4 warps at head dim 64, 8 at 128 (the accumulators' registers)
-  jo.numWarps = D > 64 ? 8 : 4;
-  Kernel fwd = compile(ctx, file, "flash_attn_fwd", {{"HEAD_DIM", int64_t(D)}, {"CAUSAL", causal}, {"DT", dt}}, jo);
+  std::map<std::string, ConstexprValue> cx{{"HEAD_DIM", int64_t(D)}, {"CAUSAL", causal}, {"DT", dt}};
+  TunedKernelOptions tuning;
+  tuning.retune = true;       // every run tunes afresh, in the same session as the peers
+  tuning.keepSpilling = true; // time decides (every head-dim-128 backward config spills)
+  tuning.tolerance = 2e-2;    // f16 outputs of differently ordered sums
+  TunedKernel fwd(ctx, file, "flash_attn_fwd", cx, {}, tuning);
+  TunedKernel bwd(ctx, file, "flash_attn_bwd", cx, {}, tuning);
   Kernel pre = compile(ctx, file, "flash_attn_bwd_preprocess", {{"HEAD_DIM", int64_t(D)}, {"DT", dt}});
-  Kernel bwd = compile(ctx, file, "flash_attn_bwd", {{"HEAD_DIM", int64_t(D)}, {"CAUSAL", causal}, {"DT", dt}}, jo);
   const int32_t sz = H * N * D, sh = N * D, sn = D;
-  const unsigned blocks = unsigned((N + 127) / 128);
   const float scale = 1.0f / std::sqrt(float(D));
-  auto runFwd = [&] {
-    fwd.launch(ctx.stream(), Grid{blocks, unsigned(Z * H)}, q, k, v, o, lse, scale, sz, sh, sn, 1, H, N);
-  };
+  auto fwdGrid = [&](const Config &c) { return Grid{unsigned(cdiv(N, c.get("BLOCK_M"))), unsigned(Z * H)}; };
+  auto bwdGrid = [&](const Config &c) { return Grid{unsigned(cdiv(N, c.get("BLOCK_N1"))), 1, unsigned(Z * H)}; };
+  auto runFwd = [&] { fwd.launch(ctx.stream(), fwdGrid, q, k, v, o, lse, scale, sz, sh, sn, 1, H, N); };
   auto runBwd = [&] {
-    pre.launch(ctx.stream(), Grid{blocks, unsigned(Z * H)}, o, dout, delta, sz, sh, sn, 1, H, N);
-    bwd.launch(ctx.stream(), Grid{blocks, 1, unsigned(Z * H)}, q, k, v, dout, dq, dk, dv, lse, delta,
-               scale, sz, sh, sn, 1, H, N);
+    pre.launch(ctx.stream(), Grid{unsigned(cdiv(N, 128)), unsigned(Z * H)}, o, dout, delta, sz, sh, sn, 1, H, N);
+    bwd.launch(ctx.stream(), bwdGrid, q, k, v, dout, dq, dk, dv, lse, delta, scale, sz, sh, sn, 1, H, N);
   };
-  runFwd();
-  runBwd();
+  runFwd(); // tunes the forward
+  const std::string fwdConfig = fwd.lastDecision().config.str();
+  runBwd(); // tunes the backward on the forward's O and LSE
+  const std::string bwdConfig = bwd.lastDecision().config.str();
   int iters = N >= 16384 ? 3 : 10;
-  char buf[128];
-  std::snprintf(buf, sizeof buf, "%s\"%s\": %.6f", fwdOut.empty() ? "" : ", ", key.c_str(),
-                bench::medianMs(ctx, runFwd, iters, 5));
-  fwdOut += buf;
-  std::snprintf(buf, sizeof buf, "%s\"%s\": %.6f", bwdOut.empty() ? "" : ", ", key.c_str(),
-                bench::medianMs(ctx, runBwd, iters, 5));
-  bwdOut += buf;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6f", bench::medianMs(ctx, runFwd, iters, 5));
+  out.add(out.fwd, key, buf);
+  std::snprintf(buf, sizeof buf, "%.6f", bench::medianMs(ctx, runBwd, iters, 5));
+  out.add(out.bwd, key, buf);
+  out.add(out.fwdConfig, key, "\"" + fwdConfig + "\"");
+  out.add(out.bwdConfig, key, "\"" + bwdConfig + "\"");
 }
 
 } // namespace
@@ -79,7 +91,7 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "attention_bench: needs a GPU\n");
     return 1;
   }
-  std::string fwdOut, bwdOut;
+  Timings out;
   for (bool bf : {false, true})
     for (int32_t D : {64, 128})
       for (int32_t N : quick ? std::vector<int32_t>{1024} : std::vector<int32_t>{1024, 4096, 16384})
@@ -87,10 +99,11 @@ int main(int argc, char **argv) {
           std::string key = std::string(bf ? "bf16" : "f16") + "_d" + std::to_string(D) + "_n" +
                             std::to_string(N) + (causal ? "_causal" : "");
           if (bf)
-            time<bf16>(ctx, N, D, causal, key, fwdOut, bwdOut);
+            time<bf16>(ctx, N, D, causal, key, out);
           else
-            time<f16>(ctx, N, D, causal, key, fwdOut, bwdOut);
+            time<f16>(ctx, N, D, causal, key, out);
         }
-  std::printf("{\"fwd_ms\": {%s}, \"bwd_ms\": {%s}}\n", fwdOut.c_str(), bwdOut.c_str());
+  std::printf("{\"fwd_ms\": {%s}, \"bwd_ms\": {%s}, \"fwd_config\": {%s}, \"bwd_config\": {%s}}\n",
+              out.fwd.c_str(), out.bwd.c_str(), out.fwdConfig.c_str(), out.bwdConfig.c_str());
   return 0;
 }

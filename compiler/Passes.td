@@ -60,29 +60,6 @@ def TesseraSubstituteInductionVariables
   }];
 }
 
-def TesseraHoistGuardedLoads : Pass<"tessera-hoist-guarded-loads", "mlir::ModuleOp"> {
-  let summary = "Issue a branch's loads before the branch when their addresses are accessed anyway";
-  let description = [{
-    A tile.load in one branch of an scf.if whose condition is computed from
-    a value read from memory (a load or an atomic) moves in front of the
-    scf.if when its operands are defined outside it, nothing before it in its branch
-    reads or writes memory other than loads (no store, atomic, barrier,
-    assert or volatile load), and the same block (or that of an enclosing
-    scf.if that every path reaches) accesses the same pointer with a mask
-    that covers the load's, unconditionally: before the scf.if, or after it
-    when neither the scf.if nor anything between may stop the program (an
-    assert, inline assembly, a while loop). Every address the load reads is then one
-    the program touches on every path, so reading it on the other path too
-    cannot fault, and the value is only used where it was. Weak loads may be
-    reordered among themselves, and ops before the scf.if keep their order.
-    The load is then in flight with the read that decides the branch: a
-    spin lock's critical section (read a flag, then the partial sums, then
-    store them) waits for one memory round trip instead of two. The price:
-    the other branch reads the load's bytes too (a rare first-writer path
-    here); a condition known early hides nothing, so its ifs are left alone.
-  }];
-}
-
 def TesseraAssignLayouts : Pass<"tessera-assign-layouts", "mlir::ModuleOp"> {
   let summary = "Give tensor-core dots their mma and dot-operand layouts, with conversions around them";
   let dependentDialects = ["tessera::tgpu::TileGPUDialect"];

@@ -7,13 +7,16 @@
 //
 // Three kernels: flash_attn_fwd (O and the row log-sum-exp), then for the
 // backward flash_attn_bwd_preprocess (Delta = rowsum(O * dO)) and flash_attn_bwd
-// (dQ, dK, dV). On a GPU: N = 1000, head dims 64 and 128, f16 and bf16, causal
+// (dQ, dK, dV), at every config of the forward's and backward's @autotune spaces
+// (bench/attention_bench.cpp lets the autotuner pick among them). On a GPU: N = 1000, head dims 64 and 128, f16 and bf16, causal
 // and not (--all: also N = 2047); in the CPU interpreter (no GPU, or
-// TESSERA_INTERPRET=1): N = 77, head dim 64, f16. Exits 1 when a check fails.
+// TESSERA_INTERPRET=1): N = 77 and 200 at head dim 64 (f16), N = 77 at 128 (bf16).
+// Exits 1 when a check fails.
 #include "AttentionReference.h"
 
 #include <tessera/Half.h>
 #include <tessera/KernelLibrary.h>
+#include <tessera/TunedKernel.h>
 #include <tessera/tessera.h>
 
 #include <algorithm>
@@ -57,25 +60,24 @@ template <class T> bool run(Context &ctx, const Case &c, std::mt19937 &rng) {
   fresh(dout, wdo);
 
   const std::string file = kernelLibraryPath("attention/flash_attn.tile");
-  std::map<std::string, ConstexprValue> cx{{"HEAD_DIM", int64_t(D)}, {"CAUSAL", c.causal},
-                                           {"DT", DType{c.bf ? ScalarType::bf16 : ScalarType::f16, 0}}};
-  JitOptions jo; // 4 warps at head dim 64, 8 at 128 (the accumulators' registers)
-  jo.numWarps = D > 64 ? 8 : 4;
-  Kernel fwd = compile(ctx, file, "flash_attn_fwd", cx, jo);
-  Kernel pre = compile(ctx, file, "flash_attn_bwd_preprocess",
-                       {{"HEAD_DIM", int64_t(D)}, {"DT", DType{c.bf ? ScalarType::bf16 : ScalarType::f16, 0}}});
-  Kernel bwd = compile(ctx, file, "flash_attn_bwd", cx, jo);
+  const DType dt{c.bf ? ScalarType::bf16 : ScalarType::f16, 0};
+  std::map<std::string, ConstexprValue> cx{{"HEAD_DIM", int64_t(D)}, {"CAUSAL", c.causal}, {"DT", dt}};
+  // Every config the autotuner may pick (the kernels' @autotune spaces after
+  // their prune conditions) is checked: the i-th forward config with the i-th
+  // backward one, the shorter list repeated.
+  std::vector<Config> fwdConfigs = TunedKernel(ctx, file, "flash_attn_fwd", cx).space().candidates();
+  std::vector<Config> bwdConfigs = TunedKernel(ctx, file, "flash_attn_bwd", cx).space().candidates();
+  Kernel pre = compile(ctx, file, "flash_attn_bwd_preprocess", {{"HEAD_DIM", int64_t(D)}, {"DT", dt}});
   auto dq_ = ctx.upload(q), dk_ = ctx.upload(k), dv_ = ctx.upload(v), ddo = ctx.upload(dout);
   auto o = ctx.alloc<T>(n), gq = ctx.alloc<T>(n), gk = ctx.alloc<T>(n), gv = ctx.alloc<T>(n);
   auto lse = ctx.alloc<float>(size_t(Z) * H * N), delta = ctx.alloc<float>(size_t(Z) * H * N);
   const int32_t sz = H * N * D, sh = N * D, sn = D;
-  const unsigned blocks = unsigned((N + 127) / 128);
-  fwd.launch(ctx.stream(), Grid{blocks, unsigned(Z * H)}, dq_, dk_, dv_, o, lse, scale, sz, sh, sn,
-             1, H, N);
-  pre.launch(ctx.stream(), Grid{blocks, unsigned(Z * H)}, o, ddo, delta, sz, sh, sn, 1, H, N);
-  bwd.launch(ctx.stream(), Grid{blocks, 1, unsigned(Z * H)}, dq_, dk_, dv_, ddo, gq, gk, gv, lse,
-             delta, scale, sz, sh, sn, 1, H, N);
-
+  auto compiled = [&](const char *kernel, const Config &config) {
+    JitOptions jo;
+    std::map<std::string, ConstexprValue> constexprs = cx;
+    config.applyTo(jo, constexprs);
+    return compile(ctx, file, kernel, constexprs, jo);
+  };
   AttentionReference r = attentionReference(c.Z * c.H, c.N, c.D, c.causal, wq, wk, wv, wdo, scale);
   auto widen = [](const std::vector<T> &t) {
     std::vector<double> w(t.size());
@@ -86,22 +88,35 @@ template <class T> bool run(Context &ctx, const Case &c, std::mt19937 &rng) {
   auto widenF = [](const std::vector<float> &t) { return std::vector<double>(t.begin(), t.end()); };
   // Tolerances: outputs rounded to f16 (bf16: 8 bits of mantissa) after f32 accumulation.
   double tol = c.bf ? 2e-2 : 5e-3, gtol = c.bf ? 4e-2 : 1e-2;
-  struct Check {
-    const char *what;
-    double err, tol;
-  } checks[] = {{"O", relErr(widen(o.toHost()), r.o), tol},
-                {"LSE", relErr(widenF(lse.toHost()), r.lse), 1e-5},
-                {"dQ", relErr(widen(gq.toHost()), r.dq), gtol},
-                {"dK", relErr(widen(gk.toHost()), r.dk), gtol},
-                {"dV", relErr(widen(gv.toHost()), r.dv), gtol}};
   bool ok = true;
-  std::printf("%dx%dx%dx%d %s%s:", Z, H, N, D, c.bf ? "bf16" : "f16", c.causal ? " causal" : "");
-  for (const Check &ch : checks) {
-    bool pass = ch.err <= ch.tol;
-    std::printf("  %s %.2g%s", ch.what, ch.err, pass ? "" : " (FAILED)");
-    ok = ok && pass;
+  for (size_t i = 0; i < std::max(fwdConfigs.size(), bwdConfigs.size()); ++i) {
+    const Config &fc = fwdConfigs[i % fwdConfigs.size()], &bc = bwdConfigs[i % bwdConfigs.size()];
+    // Outputs poisoned, so that anything a config leaves unwritten fails.
+    for (auto *b : {&o, &gq, &gk, &gv})
+      b->memsetBytes(0xFF);
+    compiled("flash_attn_fwd", fc)
+        .launch(ctx.stream(), Grid{unsigned(cdiv(N, fc.get("BLOCK_M"))), unsigned(Z * H)}, dq_, dk_, dv_, o,
+                lse, scale, sz, sh, sn, 1, H, N);
+    pre.launch(ctx.stream(), Grid{unsigned(cdiv(N, 128)), unsigned(Z * H)}, o, ddo, delta, sz, sh, sn, 1, H, N);
+    compiled("flash_attn_bwd", bc)
+        .launch(ctx.stream(), Grid{unsigned(cdiv(N, bc.get("BLOCK_N1"))), 1, unsigned(Z * H)}, dq_, dk_, dv_,
+                ddo, gq, gk, gv, lse, delta, scale, sz, sh, sn, 1, H, N);
+    struct Check {
+      const char *what;
+      double err, tol;
+    } checks[] = {{"O", relErr(widen(o.toHost()), r.o), tol},
+                  {"LSE", relErr(widenF(lse.toHost()), r.lse), 1e-5},
+                  {"dQ", relErr(widen(gq.toHost()), r.dq), gtol},
+                  {"dK", relErr(widen(gk.toHost()), r.dk), gtol},
+                  {"dV", relErr(widen(gv.toHost()), r.dv), gtol}};
+    std::printf("%dx%dx%dx%d %s%s:", Z, H, N, D, c.bf ? "bf16" : "f16", c.causal ? " causal" : "");
+    for (const Check &ch : checks) {
+      bool pass = ch.err <= ch.tol;
+      std::printf("  %s %.2g%s", ch.what, ch.err, pass ? "" : " (FAILED)");
+      ok = ok && pass;
+    }
+    std::printf("   [%s | %s]\n", fc.str().c_str(), bc.str().c_str());
   }
-  std::printf("\n");
   return ok;
 }
 
@@ -115,7 +130,8 @@ int main(int argc, char **argv) {
                 ctx.deviceName().c_str());
     std::vector<Case> cases;
     if (ctx.isInterpreter()) {
-      cases = {{1, 2, 77, 64, false, false}, {1, 2, 77, 64, true, false}};
+      cases = {{1, 2, 77, 64, false, false}, {1, 2, 77, 64, true, false}, {1, 1, 200, 64, true, false},
+               {1, 1, 77, 128, false, true}, {1, 1, 77, 128, true, true}};
     } else {
       for (int32_t N : all ? std::vector<int32_t>{1000, 2047} : std::vector<int32_t>{1000})
         for (int32_t D : {64, 128})

@@ -4,7 +4,7 @@
 //   front end (Frontend.h)            source -> verified tile IR
 //   tessera-widen-float8              arithmetic on 8-bit floats in f32
 //   tessera-substitute-induction-variables, canonicalize, CSE,
-//   tessera-hoist-guarded-loads, LICM (CompileOptions::optimize)
+//   LICM (CompileOptions::optimize)
 //   [tile IR snapshot]
 //   tessera-set-options               the options as module attributes
 //   tessera-assign-layouts            tgpu encodings on tensor-core dots
@@ -77,8 +77,6 @@ void buildPipeline(PassManager &pm, const CompileOptions &options, Stage stage,
     pm.addPass(createTesseraSubstituteInductionVariables());
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
-    // After CSE, so that a load and the store after it name one pointer value.
-    pm.addPass(createTesseraHoistGuardedLoads());
     // Loop-invariant index math (e.g. `BK * stride_bk`) leaves the loop, so
     // the software pipeliner sees uniform pointer steps.
     pm.addPass(createLoopInvariantCodeMotionPass());
