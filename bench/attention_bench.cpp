@@ -4,8 +4,10 @@
 // bench/results/fast_by_default.json. The forward and backward configs are the
 // autotuner's (the kernels' @autotune spaces, tuned afresh for every case).
 // Prints one JSON object:
-//   {"fwd_ms": {CASE: ms}, "bwd_ms": {CASE: ms}, "fwd_config": {CASE: config},
-//    "bwd_config": {CASE: config}}            (bwd: preprocessing + backward)
+//   {"fwd_ms": {CASE: ms}, "bwd_ms": {CASE: ms}, "bwd_atomic_ms": {CASE: ms},
+//    "fwd_config": {CASE: config}, "bwd_config": ..., "bwd_atomic_config": ...}
+// bwd: preprocessing + flash_attn_bwd (dQ in a second pass); bwd_atomic: zeroing
+// dQ^T, preprocessing, flash_attn_bwd_atomic and flash_attn_bwd_dq.
 // with CASE = "<dtype>_d<D>_n<N>[_causal]" and batch x heads as in the peer script.
 //
 //   attention_bench [--quick]     (--quick: N = 1024 only)
@@ -32,7 +34,7 @@ namespace {
 int32_t headsAt(int32_t n) { return n <= 1024 ? 128 : n <= 4096 ? 64 : 32; }
 
 struct Timings {
-  std::string fwd, bwd, fwdConfig, bwdConfig; // JSON members, comma-separated
+  std::string fwd, bwd, bwdAtomic, fwdConfig, bwdConfig, bwdAtomicConfig; // JSON members, comma-separated
   void add(std::string &to, const std::string &key, const std::string &value) {
     to += (to.empty() ? "\"" : ", \"") + key + "\": " + value;
   }
@@ -58,7 +60,10 @@ template <class T> void time(Context &ctx, int32_t N, int32_t D, bool causal, co
   tuning.tolerance = 2e-2;    // f16 outputs of differently ordered sums
   TunedKernel fwd(ctx, file, "flash_attn_fwd", cx, {}, tuning);
   TunedKernel bwd(ctx, file, "flash_attn_bwd", cx, {}, tuning);
+  TunedKernel bwdAtomic(ctx, file, "flash_attn_bwd_atomic", cx, {}, tuning);
   Kernel pre = compile(ctx, file, "flash_attn_bwd_preprocess", {{"HEAD_DIM", int64_t(D)}, {"DT", dt}});
+  Kernel dqFromT = compile(ctx, file, "flash_attn_bwd_dq", {{"HEAD_DIM", int64_t(D)}, {"DT", dt}});
+  auto dqT = ctx.alloc<float>(n);
   const int32_t sz = H * N * D, sh = N * D, sn = D;
   const float scale = 1.0f / std::sqrt(float(D));
   auto fwdGrid = [&](const Config &c) { return Grid{unsigned(cdiv(N, c.get("BLOCK_M"))), unsigned(Z * H)}; };
@@ -68,18 +73,31 @@ template <class T> void time(Context &ctx, int32_t N, int32_t D, bool causal, co
     pre.launch(ctx.stream(), Grid{unsigned(cdiv(N, 128)), unsigned(Z * H)}, o, dout, delta, sz, sh, sn, 1, H, N);
     bwd.launch(ctx.stream(), bwdGrid, q, k, v, dout, dq, dk, dv, lse, delta, scale, sz, sh, sn, 1, H, N);
   };
+  // The backward with dQ by atomics: zeroing dQ^T and the final dQ pass included.
+  auto runBwdAtomic = [&] {
+    dqT.memsetBytes(0, ctx.stream());
+    pre.launch(ctx.stream(), Grid{unsigned(cdiv(N, 128)), unsigned(Z * H)}, o, dout, delta, sz, sh, sn, 1, H, N);
+    bwdAtomic.launch(ctx.stream(), bwdGrid, q, k, v, dout, dk, dv, dqT, lse, delta, scale, sz, sh, sn, 1, H, N);
+    dqFromT.launch(ctx.stream(), Grid{unsigned(cdiv(N, 128)), unsigned(Z * H)}, dqT, dq, scale, sz, sh, sn, 1,
+                   H, N);
+  };
   runFwd(); // tunes the forward
   const std::string fwdConfig = fwd.lastDecision().config.str();
   runBwd(); // tunes the backward on the forward's O and LSE
   const std::string bwdConfig = bwd.lastDecision().config.str();
+  runBwdAtomic();
+  const std::string bwdAtomicConfig = bwdAtomic.lastDecision().config.str();
   int iters = N >= 16384 ? 3 : 10;
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.6f", bench::medianMs(ctx, runFwd, iters, 5));
   out.add(out.fwd, key, buf);
   std::snprintf(buf, sizeof buf, "%.6f", bench::medianMs(ctx, runBwd, iters, 5));
   out.add(out.bwd, key, buf);
+  std::snprintf(buf, sizeof buf, "%.6f", bench::medianMs(ctx, runBwdAtomic, iters, 5));
+  out.add(out.bwdAtomic, key, buf);
   out.add(out.fwdConfig, key, "\"" + fwdConfig + "\"");
   out.add(out.bwdConfig, key, "\"" + bwdConfig + "\"");
+  out.add(out.bwdAtomicConfig, key, "\"" + bwdAtomicConfig + "\"");
 }
 
 } // namespace
@@ -103,7 +121,9 @@ int main(int argc, char **argv) {
           else
             time<f16>(ctx, N, D, causal, key, out);
         }
-  std::printf("{\"fwd_ms\": {%s}, \"bwd_ms\": {%s}, \"fwd_config\": {%s}, \"bwd_config\": {%s}}\n",
-              out.fwd.c_str(), out.bwd.c_str(), out.fwdConfig.c_str(), out.bwdConfig.c_str());
+  std::printf("{\"fwd_ms\": {%s}, \"bwd_ms\": {%s}, \"bwd_atomic_ms\": {%s}, \"fwd_config\": {%s}, "
+              "\"bwd_config\": {%s}, \"bwd_atomic_config\": {%s}}\n",
+              out.fwd.c_str(), out.bwd.c_str(), out.bwdAtomic.c_str(), out.fwdConfig.c_str(), out.bwdConfig.c_str(),
+              out.bwdAtomicConfig.c_str());
   return 0;
 }

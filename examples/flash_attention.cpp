@@ -8,7 +8,9 @@
 // Three kernels: flash_attn_fwd (O and the row log-sum-exp), then for the
 // backward flash_attn_bwd_preprocess (Delta = rowsum(O * dO)) and flash_attn_bwd
 // (dQ, dK, dV), at every config of the forward's and backward's @autotune spaces
-// (bench/attention_bench.cpp lets the autotuner pick among them). On a GPU: N = 1000, head dims 64 and 128, f16 and bf16, causal
+// (bench/attention_bench.cpp lets the autotuner pick among them). The backward
+// is checked in both forms: flash_attn_bwd (dQ in a second pass over the keys)
+// and flash_attn_bwd_atomic + flash_attn_bwd_dq (dQ^T summed by atomics). On a GPU: N = 1000, head dims 64 and 128, f16 and bf16, causal
 // and not (--all: also N = 2047); in the CPU interpreter (no GPU, or
 // TESSERA_INTERPRET=1): N = 77 and 200 at head dim 64 (f16), N = 77 at 128 (bf16).
 // Exits 1 when a check fails.
@@ -67,10 +69,13 @@ template <class T> bool run(Context &ctx, const Case &c, std::mt19937 &rng) {
   // backward one, the shorter list repeated.
   std::vector<Config> fwdConfigs = TunedKernel(ctx, file, "flash_attn_fwd", cx).space().candidates();
   std::vector<Config> bwdConfigs = TunedKernel(ctx, file, "flash_attn_bwd", cx).space().candidates();
+  std::vector<Config> atomicConfigs = TunedKernel(ctx, file, "flash_attn_bwd_atomic", cx).space().candidates();
   Kernel pre = compile(ctx, file, "flash_attn_bwd_preprocess", {{"HEAD_DIM", int64_t(D)}, {"DT", dt}});
+  Kernel dqFromT = compile(ctx, file, "flash_attn_bwd_dq", {{"HEAD_DIM", int64_t(D)}, {"DT", dt}});
   auto dq_ = ctx.upload(q), dk_ = ctx.upload(k), dv_ = ctx.upload(v), ddo = ctx.upload(dout);
   auto o = ctx.alloc<T>(n), gq = ctx.alloc<T>(n), gk = ctx.alloc<T>(n), gv = ctx.alloc<T>(n);
   auto lse = ctx.alloc<float>(size_t(Z) * H * N), delta = ctx.alloc<float>(size_t(Z) * H * N);
+  auto dqT = ctx.alloc<float>(n); // flash_attn_bwd_atomic's dQ^T partial sums
   const int32_t sz = H * N * D, sh = N * D, sn = D;
   auto compiled = [&](const char *kernel, const Config &config) {
     JitOptions jo;
@@ -89,8 +94,20 @@ template <class T> bool run(Context &ctx, const Case &c, std::mt19937 &rng) {
   // Tolerances: outputs rounded to f16 (bf16: 8 bits of mantissa) after f32 accumulation.
   double tol = c.bf ? 2e-2 : 5e-3, gtol = c.bf ? 4e-2 : 1e-2;
   bool ok = true;
-  for (size_t i = 0; i < std::max(fwdConfigs.size(), bwdConfigs.size()); ++i) {
-    const Config &fc = fwdConfigs[i % fwdConfigs.size()], &bc = bwdConfigs[i % bwdConfigs.size()];
+  auto report = [&](const char *backward, std::initializer_list<std::pair<const char *, double>> errs,
+                    const std::string &configs) {
+    std::printf("%dx%dx%dx%d %s%s %s:", Z, H, N, D, c.bf ? "bf16" : "f16", c.causal ? " causal" : "", backward);
+    for (auto [what, err] : errs) {
+      double t = std::strcmp(what, "LSE") == 0 ? 1e-5 : std::strcmp(what, "O") == 0 ? tol : gtol;
+      std::printf("  %s %.2g%s", what, err, err <= t ? "" : " (FAILED)");
+      ok = ok && err <= t;
+    }
+    std::printf("   [%s]\n", configs.c_str());
+  };
+  const size_t rounds = std::max({fwdConfigs.size(), bwdConfigs.size(), atomicConfigs.size()});
+  for (size_t i = 0; i < rounds; ++i) {
+    const Config &fc = fwdConfigs[i % fwdConfigs.size()], &bc = bwdConfigs[i % bwdConfigs.size()],
+                 &ac = atomicConfigs[i % atomicConfigs.size()];
     // Outputs poisoned, so that anything a config leaves unwritten fails.
     for (auto *b : {&o, &gq, &gk, &gv})
       b->memsetBytes(0xFF);
@@ -101,21 +118,27 @@ template <class T> bool run(Context &ctx, const Case &c, std::mt19937 &rng) {
     compiled("flash_attn_bwd", bc)
         .launch(ctx.stream(), Grid{unsigned(cdiv(N, bc.get("BLOCK_N1"))), 1, unsigned(Z * H)}, dq_, dk_, dv_,
                 ddo, gq, gk, gv, lse, delta, scale, sz, sh, sn, 1, H, N);
-    struct Check {
-      const char *what;
-      double err, tol;
-    } checks[] = {{"O", relErr(widen(o.toHost()), r.o), tol},
-                  {"LSE", relErr(widenF(lse.toHost()), r.lse), 1e-5},
-                  {"dQ", relErr(widen(gq.toHost()), r.dq), gtol},
-                  {"dK", relErr(widen(gk.toHost()), r.dk), gtol},
-                  {"dV", relErr(widen(gv.toHost()), r.dv), gtol}};
-    std::printf("%dx%dx%dx%d %s%s:", Z, H, N, D, c.bf ? "bf16" : "f16", c.causal ? " causal" : "");
-    for (const Check &ch : checks) {
-      bool pass = ch.err <= ch.tol;
-      std::printf("  %s %.2g%s", ch.what, ch.err, pass ? "" : " (FAILED)");
-      ok = ok && pass;
-    }
-    std::printf("   [%s | %s]\n", fc.str().c_str(), bc.str().c_str());
+    report("(dQ pass)",
+           {{"O", relErr(widen(o.toHost()), r.o)},
+            {"LSE", relErr(widenF(lse.toHost()), r.lse)},
+            {"dQ", relErr(widen(gq.toHost()), r.dq)},
+            {"dK", relErr(widen(gk.toHost()), r.dk)},
+            {"dV", relErr(widen(gv.toHost()), r.dv)}},
+           fc.str() + " | " + bc.str());
+    // The same gradients with dQ by atomics.
+    for (auto *b : {&gq, &gk, &gv})
+      b->memsetBytes(0xFF);
+    dqT.memsetBytes(0);
+    compiled("flash_attn_bwd_atomic", ac)
+        .launch(ctx.stream(), Grid{unsigned(cdiv(N, ac.get("BLOCK_N1"))), 1, unsigned(Z * H)}, dq_, dk_, dv_,
+                ddo, gk, gv, dqT, lse, delta, scale, sz, sh, sn, 1, H, N);
+    dqFromT.launch(ctx.stream(), Grid{unsigned(cdiv(N, 128)), unsigned(Z * H)}, dqT, gq, scale, sz, sh, sn, 1,
+                   H, N);
+    report("(dQ atomic)",
+           {{"dQ", relErr(widen(gq.toHost()), r.dq)},
+            {"dK", relErr(widen(gk.toHost()), r.dk)},
+            {"dV", relErr(widen(gv.toHost()), r.dv)}},
+           ac.str());
   }
   return ok;
 }

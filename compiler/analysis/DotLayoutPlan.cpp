@@ -16,8 +16,8 @@ namespace tessera::analysis {
 using namespace mlir;
 
 // Whether the dot's product reaches, through elementwise ops and layout
-// conversions, a reduction along its rows or another dot, or its A operand
-// is such a product: attention's softmax(Q K^T) V. Those dots take the
+// conversions, a reduction along its rows or another dot, or an operand of
+// it is such a product: attention's softmax(Q K^T) V. Those dots take the
 // wgmma accumulator layout even when not pipelined: warps split only rows,
 // so a row's reduction stays within a quad of lanes, row vectors broadcast
 // back from registers, and P is the next dot's A operand in registers.
@@ -39,7 +39,9 @@ static bool feedsRowsOrDot(tile::DotOp dot) {
     }
     return false;
   };
-  if (isProduct(dot.getA()))
+  // A product as the second operand too: FlashAttention backward's
+  // dQ^T = K^T dS^T, whose dS^T is staged from the registers of the softmax.
+  if (isProduct(dot.getA()) || isProduct(dot.getB()))
     return true;
   while (!work.empty()) {
     auto [v, depth] = work.pop_back_val();

@@ -54,6 +54,7 @@ struct StagedDot {
   bool kMajorB = false; // B's stage rows are N (K contiguous), else K
   Value invariantA;     // A defined outside the loop (staged once), else null
   Value regsA;          // A from registers: the tile before its conversion
+  Value regsB;          // B computed in the loop: stored N-major before the dot
   int64_t M = 0, N = 0, K = 0;
 };
 
@@ -85,6 +86,23 @@ bool inWgmmaAccLayout(RankedTensorType t, int64_t numWarps) {
     return false;
   std::optional<Layout> l = accLayoutFor(t.getShape(), enc);
   return l && *l == wgmmaAccLayout(t.getDimSize(0), t.getDimSize(1), numWarps);
+}
+
+/// The kernel argument a pointer tile is offset from, or null when it is not
+/// plainly one (loaded, selected, carried).
+Value pointerRoot(Value p) {
+  for (int depth = 0; depth < 32; ++depth) {
+    if (auto arg = dyn_cast<BlockArgument>(p))
+      return isa<FunctionOpInterface>(arg.getOwner()->getParentOp()) ? p : Value();
+    Operation *def = p.getDefiningOp();
+    if (auto ap = dyn_cast_or_null<tile::AddPtrOp>(def))
+      p = ap.getPtr();
+    else if (def && isa<tile::SplatOp, tile::BroadcastOp, tile::ExpandDimsOp, tgpu::ConvertLayoutOp>(def))
+      p = def->getOperand(0);
+    else
+      return Value();
+  }
+  return Value();
 }
 
 /// The staged form of `op`, or nothing.
@@ -134,7 +152,14 @@ std::optional<StagedLoop> matchStagedLoop(scf::ForOp op, const CompileOptions &o
     m.loads.push_back(l);
     return unsigned(m.loads.size() - 1);
   };
+  // Atomics whose old values nobody reads (dQ's partial sums) may update
+  // memory that no staged load reads: a kernel argument of their own.
+  SmallVector<tile::AtomicRMWOp> atomics;
   for (Operation &o : body->without_terminator()) {
+    if (auto at = dyn_cast<tile::AtomicRMWOp>(o); at && at.getResult().use_empty() && pointerRoot(at.getPtr())) {
+      atomics.push_back(at);
+      continue;
+    }
     // Only loads may touch memory: a store could alias a tile copied ahead.
     if (!isa<tile::LoadOp>(o) && !isMemoryEffectFree(&o))
       return std::nullopt;
@@ -161,14 +186,22 @@ std::optional<StagedLoop> matchStagedLoop(scf::ForOp op, const CompileOptions &o
       Operation *def = v.getDefiningOp();
       if (!def || def->getBlock() != body)
         return std::nullopt;
-      chain.push_back(def);
       if (auto l = dyn_cast<tile::LoadOp>(def)) {
+        chain.push_back(def);
         ld = l;
         break;
       }
+      auto cv = dyn_cast<tgpu::ConvertLayoutOp>(def);
+      if (!cv && !trans && !chain.empty() && !isa<tile::TransOp>(def)) {
+        // A tile computed in the loop (dS^T): its registers are stored into
+        // a buffer of its own, N-major, before the dot.
+        d.regsB = v;
+        break;
+      }
+      chain.push_back(def);
       if (!def->hasOneUse())
         return std::nullopt;
-      if (auto cv = dyn_cast<tgpu::ConvertLayoutOp>(def)) {
+      if (cv) {
         v = cv.getSrc();
       } else if (auto tr = dyn_cast<tile::TransOp>(def); tr && !trans) {
         trans = true;
@@ -177,15 +210,20 @@ std::optional<StagedLoop> matchStagedLoop(scf::ForOp op, const CompileOptions &o
         return std::nullopt;
       }
     }
-    std::optional<unsigned> li = stagedLoad(ld);
-    if (!li)
-      return std::nullopt;
-    d.load = *li;
-    const StagedLoad &l = m.loads[*li];
-    // B is K x N: the load itself (K = its first axis) or its transpose.
-    d.kMajorB = trans != l.transposed;
-    if ((d.kMajorB ? l.rows != d.N || l.rowElems != d.K : l.rows != d.K || l.rowElems != d.N))
-      return std::nullopt;
+    if (d.regsB) {
+      if (d.N * d.dot.getB().getType().getElementType().getIntOrFloatBitWidth() / 8 % 16)
+        return std::nullopt;
+    } else {
+      std::optional<unsigned> li = stagedLoad(ld);
+      if (!li)
+        return std::nullopt;
+      d.load = *li;
+      const StagedLoad &l = m.loads[*li];
+      // B is K x N: the load itself (K = its first axis) or its transpose.
+      d.kMajorB = trans != l.transposed;
+      if ((d.kMajorB ? l.rows != d.N || l.rowElems != d.K : l.rows != d.K || l.rowElems != d.N))
+        return std::nullopt;
+    }
     // A: invariant in the loop, or registers in the accumulator layout.
     Value a = dot.getA();
     if (auto cv = a.getDefiningOp<tgpu::ConvertLayoutOp>()) {
@@ -213,6 +251,10 @@ std::optional<StagedLoop> matchStagedLoop(scf::ForOp op, const CompileOptions &o
   for (StagedLoad &l : m.loads)
     for (Operation *u : l.load->getUsers())
       if (!m.skipped.contains(u))
+        return std::nullopt;
+  for (tile::AtomicRMWOp at : atomics)
+    for (StagedLoad &l : m.loads)
+      if (Value root = pointerRoot(l.load.getPtr()); !root || root == pointerRoot(at.getPtr()))
         return std::nullopt;
   // The staged loads' addresses: pure ops of the body that depend only on the
   // induction variable, advancing pointer tiles and values from outside.
@@ -264,13 +306,18 @@ public:
       rings.push_back(r);
     }
     for (StagedDot &d : m_.dots) {
-      Staged a;
+      Staged a, bs;
       int64_t eb = d.dot.getA().getType().getElementType().getIntOrFloatBitWidth() / 8;
       if (d.invariantA) {
         a.width = std::min<int64_t>(128, d.K * eb);
         a.bytes = roundUp(d.M * d.K * eb, 1024);
       }
+      if (d.regsB) { // K rows of N, as a loaded N-major B's stage
+        bs.width = std::min<int64_t>(128, d.N * eb);
+        bs.bytes = roundUp(d.K * d.N * eb, 1024);
+      }
       aStaged.push_back(a);
+      bStaged.push_back(bs);
     }
   }
 
@@ -281,6 +328,8 @@ public:
       total += S * r.bytes;
     for (const Staged &a : aStaged)
       total += a.bytes;
+    for (const Staged &bs : bStaged)
+      total += bs.bytes;
     return total;
   }
 
@@ -304,6 +353,8 @@ private:
   Value add(Value a, Value b) { return arith::AddIOp::create(b_, loc, a, b); }
 
   void stageInvariant(size_t i);
+  // Stores dot i's B (computed in the loop) into its buffer for the wgmma.
+  void stageRegistersB(size_t i);
   // Lowers the staged loads' address arithmetic for iteration j (i32) and
   // issues their copies into their slots, when j < n.
   bool issueIteration(Value j);
@@ -323,7 +374,7 @@ private:
   const Type i32;
   const int64_t S; // stages of every ring
   SmallVector<Ring> rings;
-  SmallVector<Staged> aStaged;
+  SmallVector<Staged> aStaged, bStaged;
   Value base;          // i32 shared address of the buffers
   KernelLowering::LoopTrips trips; // the source loop's bounds and trip count
   SmallVector<KernelLowering::AdvancingTile> advances;
@@ -354,8 +405,8 @@ std::string StagedDotLoopEmitter::summary() {
   for (size_t i = 0; i < m_.dots.size(); ++i) {
     StagedDot &d = m_.dots[i];
     s += (i ? "; " : "") + std::string("wgmma m64n") + std::to_string(d.N) + "k16 (A " +
-         (d.invariantA ? "staged once" : "from registers") + ", B read " +
-         (d.kMajorB ? "K-major" : "N-major") + ")";
+         (d.invariantA ? "staged once" : "from registers") + ", B " +
+         (d.regsB ? "stored from registers" : "read") + " " + (d.kMajorB ? "K-major" : "N-major") + ")";
   }
   int64_t transposed = llvm::count_if(m_.loads, [](const StagedLoad &l) { return l.transposed; });
   return s + "; " + std::to_string(m_.loads.size()) + " loaded tiles" +
@@ -383,6 +434,31 @@ void StagedDotLoopEmitter::stageInvariant(size_t i) {
     Value at = add(add(base, c32(a.offset)), off);
     LLVM::StoreOp::create(b_, loc, regs[s], LLVM::IntToPtrOp::create(b_, loc, ptr3, at), eb);
   }
+}
+
+void StagedDotLoopEmitter::stageRegistersB(size_t i) {
+  StagedDot &d = m_.dots[i];
+  const Staged &bs = bStaged[i];
+  Type eb_t = d.dot.getB().getType().getElementType();
+  int64_t eb = eb_t.getIntOrFloatBitWidth() / 8;
+  Layout l = kl_.layoutOfValue(d.regsB);
+  SmallVector<Value> regs = kl_.materializeIn(d.regsB, l, loc);
+  StageCopier copier(kl_, b_, loc, eb_t);
+  auto ptr3 = LLVM::LLVMPointerType::get(b_.getContext(), 3);
+  Value at0 = add(base, c32(bs.offset));
+  // An mma layout's slot pairs are adjacent columns: one 4-byte store each.
+  int64_t step = l.mma && l.vec == 2 && eb == 2 ? 2 : 1;
+  for (int64_t s = 0; s < l.slots(); s += step) {
+    ArrayRef<Value> c = kl_.coords(l, s);
+    Value off = copier.swizzled(c[0], arith::MulIOp::create(b_, loc, c[1], c32(eb)), d.K, bs.width);
+    Value v = step == 2 ? kl_.packHalves(regs[s], regs[s + 1], loc) : regs[s];
+    LLVM::StoreOp::create(b_, loc, v, LLVM::IntToPtrOp::create(b_, loc, ptr3, add(at0, off)), eb * step);
+  }
+  // Visible to the async proxy (wgmma), from every warp: each warpgroup
+  // reads rows the others wrote. The buffer is written again only after the
+  // next iteration's first barrier, when every wgmma reading it has waited.
+  asmCall({}, {}, "fence.proxy.async.shared::cta;", "~{memory}");
+  kl_.barrier(loc);
 }
 
 bool StagedDotLoopEmitter::issueIteration(Value j) {
@@ -413,8 +489,9 @@ Value StagedDotLoopEmitter::desc(Value addr, int64_t high) {
 
 bool StagedDotLoopEmitter::emitDot(size_t i, Value iter) {
   StagedDot &d = m_.dots[i];
-  const Ring &r = rings[d.load];
   Type ea = d.dot.getA().getType().getElementType();
+  if (d.regsB)
+    stageRegistersB(i);
   Layout accLay = wgmmaAccLayout(d.M, d.N, opts_.numWarps);
   const int64_t T = accLay.tm, RB = d.N / 2, R = T * RB;
   bool zeroAcc = isZeroSplat(d.dot.getAcc());
@@ -429,12 +506,12 @@ bool StagedDotLoopEmitter::emitDot(size_t i, Value iter) {
     for (size_t k = 0; k + 1 < regs.size(); k += 2)
       aPacked.push_back(kl_.packHalves(regs[k], regs[k + 1], loc));
   }
-  const int64_t WB = r.width, WA = aStaged[i].width;
+  const int64_t WB = d.regsB ? bStaged[i].width : rings[d.load].width, WA = aStaged[i].width;
   // K-major operands: column blocks of W bytes per row, the leading offset
   // unused. N-major B: column blocks K * W bytes apart (its rows are K).
   int64_t highA = d.invariantA ? descHigh(16, 8 * WA, WA) : 0;
   int64_t highB = d.kMajorB ? descHigh(16, 8 * WB, WB) : descHigh(d.K * WB, 8 * WB, WB);
-  Value sB = slot(d.load, iter);
+  Value sB = d.regsB ? add(base, c32(bStaged[i].offset)) : slot(d.load, iter);
   Value sA;
   if (d.invariantA) { // the warpgroup's T row blocks of 64
     Value warp = arith::ShRUIOp::create(b_, loc, kl_.tid(), c32(5));
@@ -514,11 +591,12 @@ bool StagedDotLoopEmitter::emit() {
     r.offset = at;
     at += S * r.bytes;
   }
-  for (Staged &a : aStaged)
-    if (a.bytes) {
-      a.offset = at;
-      at += a.bytes;
-    }
+  for (SmallVector<Staged> *list : {&aStaged, &bStaged})
+    for (Staged &a : *list)
+      if (a.bytes) {
+        a.offset = at;
+        at += a.bytes;
+      }
   base = LLVM::PtrToIntOp::create(b_, loc, i32, kl_.smemBase(off, loc));
   trips = kl_.loopTrips(op_, loc);
 

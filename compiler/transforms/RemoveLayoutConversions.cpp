@@ -14,7 +14,8 @@
 //     move only if their result is just stored;
 //   - a store takes its value in any layout (pointers and masks are index
 //     arithmetic, evaluated at whatever coordinates the value's registers
-//     hold), so a conversion feeding a store disappears.
+//     hold), so a conversion feeding a store disappears; so does an atomic
+//     whose old values are unused, from an mma layout.
 #include "Passes.h"
 
 #include "tile/TileDialect.h"
@@ -338,6 +339,24 @@ struct StoreInAnyLayout : OpRewritePattern<tile::StoreOp> {
   }
 };
 
+/// An atomic whose old values nobody reads takes its value in a register
+/// layout as a store does: each thread updates the elements it holds (an
+/// accumulator's adjacent pairs as one red.v2), with no round trip through
+/// shared memory (FlashAttention backward's dQ^T partial sums in a loop).
+struct AtomicInAnyLayout : OpRewritePattern<tile::AtomicRMWOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tile::AtomicRMWOp op, PatternRewriter &rewriter) const override {
+    auto cv = op.getValue().getDefiningOp<ConvertLayoutOp>();
+    if (!op.getResult().use_empty() || !cv || !tgpu::mmaEncodingOf(cv.getSrc().getType()))
+      return failure();
+    rewriter.modifyOpInPlace(op, [&] {
+      op.getValueMutable().assign(cv.getSrc());
+      op.getResult().setType(cv.getSrc().getType());
+    });
+    return success();
+  }
+};
+
 struct RemoveLayoutConversionsPass
     : impl::TesseraRemoveLayoutConversionsBase<RemoveLayoutConversionsPass> {
   void runOnOperation() override {
@@ -345,7 +364,7 @@ struct RemoveLayoutConversionsPass
     RewritePatternSet patterns(ctx);
     ConvertLayoutOp::getCanonicalizationPatterns(patterns, ctx);
     patterns.add<CarryInConvertedLayout, SinkConversionThroughElementwise, ReduceIntoRows,
-                 StoreInAnyLayout, PullConversionIntoLoad>(ctx);
+                 StoreInAnyLayout, AtomicInAnyLayout, PullConversionIntoLoad>(ctx);
     GreedyRewriteConfig config;
     config.setStrictness(GreedyRewriteStrictness::ExistingAndNewOps);
     config.enableConstantCSE(false);
@@ -360,7 +379,7 @@ struct RemoveLayoutConversionsPass
       getOperation().walk([&](Operation *op) {
         bool tileResult =
             op->getNumResults() == 1 && isa<RankedTensorType>(op->getResult(0).getType());
-        if (isa<ConvertLayoutOp, scf::ForOp, tile::StoreOp, tile::ReduceOp>(op) ||
+        if (isa<ConvertLayoutOp, scf::ForOp, tile::StoreOp, tile::ReduceOp, tile::AtomicRMWOp>(op) ||
             (OpTrait::hasElementwiseMappableTraits(op) && tileResult))
           ops.push_back(op);
       });

@@ -235,7 +235,9 @@ LogicalResult AtomicRMWOp::verify() {
   Type pointee = pointeeOf(getPtr().getType());
   if (!pointee)
     return emitOpError("expects a pointer or a tile of pointers");
-  if (getValue().getType() != withElementType(getPtr().getType(), pointee))
+  // As for a store, the value may be in any layout (tgpu encoding).
+  if (!sameShape(getValue().getType(), getPtr().getType()) ||
+      getElementTypeOrSelf(getValue().getType()) != pointee)
     return emitOpError("value type does not match the pointer type");
   if (getResult().getType() != getValue().getType())
     return emitOpError("result type must equal the value type");
