@@ -50,7 +50,7 @@ static bool feedsRowsOrDot(tile::DotOp dot) {
     for (Operation *user : v.getUsers()) {
       if (auto red = dyn_cast<tile::ReduceOp>(user); red && red.getAxis() == 1)
         return true;
-      if (auto d = dyn_cast<tile::DotOp>(user); d && d.getA() == v)
+      if (auto d = dyn_cast<tile::DotOp>(user); d && (d.getA() == v || d.getB() == v))
         return true;
       if ((OpTrait::hasElementwiseMappableTraits(user) || isa<tgpu::ConvertLayoutOp>(user)) &&
           user->getNumResults() == 1 && isa<RankedTensorType>(user->getResult(0).getType()))

@@ -46,13 +46,23 @@ public:
         return off;
       }
     }
+    // A free block at the end grows into new bytes: a causal attention's
+    // small diagonal loop, then its larger main loop, take the larger's size
+    // in all, not the sum.
+    for (size_t i = 0; i < free_.size(); ++i)
+      if (free_[i].first + free_[i].second == used_) {
+        int64_t off = roundUp(free_[i].first, align);
+        free_.erase(free_.begin() + i);
+        used_ = off + bytes;
+        return off;
+      }
     return allocate(bytes, align);
   }
   /// Whether allocateTemp(bytes, align) stays within the limit: a free block
   /// holds it, or the end has room.
   bool fitsTemp(int64_t bytes, int64_t align = 16) const {
     for (auto [o, n] : free_)
-      if (roundUp(o, align) + bytes <= o + n)
+      if (roundUp(o, align) + bytes <= (o + n == used_ ? limit_ : o + n))
         return true;
     return roundUp(used_, align) + bytes <= limit_;
   }

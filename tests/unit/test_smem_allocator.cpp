@@ -37,3 +37,24 @@ TEST_CASE("shared memory allocator: fitsTemp counts free blocks and the end", "[
   CHECK(!a.fitsTemp(70000, 1024)); // 100000 - 90000 at the end, 60000 free
   CHECK(a.fitsTemp(9000, 16));
 }
+
+TEST_CASE("shared memory allocator: a free block at the end grows", "[lowering][smem]") {
+  // A causal attention backward: the diagonal's loop, then the larger main loop.
+  SharedMemoryAllocator a(100000);
+  a.allocate(4096); // permanent, before both
+  int64_t small = a.allocateTemp(40000, 1024);
+  CHECK(small == 4096);
+  a.releaseTemp(small, 40000);
+  CHECK(a.fitsTemp(90000, 1024));   // 4096 + 90000 <= 100000
+  CHECK(!a.fitsTemp(97000, 1024));  // past the limit
+  int64_t large = a.allocateTemp(90000, 1024);
+  CHECK(large == 4096);             // the free block, grown: not 44096
+  CHECK(a.used() == 4096 + 90000);
+  a.releaseTemp(large, 90000);
+  // A block that does not end at the end does not grow.
+  SharedMemoryAllocator b(100000);
+  int64_t t = b.allocateTemp(20000, 1024);
+  b.allocate(1000);
+  b.releaseTemp(t, 20000);
+  CHECK(b.allocateTemp(30000, 1024) == 21504); // after the permanent bytes, aligned
+}
