@@ -10,7 +10,7 @@
 // dQ^T, preprocessing, flash_attn_bwd_atomic and flash_attn_bwd_dq.
 // with CASE = "<dtype>_d<D>_n<N>[_causal]" and batch x heads as in the peer script.
 //
-//   attention_bench [--quick]     (--quick: N = 1024 only)
+//   attention_bench [--quick] [--dtype f16|bf16]   (--quick: N = 1024 only)
 // Correctness is examples/flash_attention.cpp's job; this only times.
 #include "BenchTiming.h"
 
@@ -58,6 +58,11 @@ template <class T> void time(Context &ctx, int32_t N, int32_t D, bool causal, co
   tuning.retune = true;       // every run tunes afresh, in the same session as the peers
   tuning.keepSpilling = true; // time decides (every head-dim-128 backward config spills)
   tuning.tolerance = 2e-2;    // f16 outputs of differently ordered sums
+  // Fewer timed runs than the defaults (10 each, the best 3 again 30 times):
+  // the 24 cases x 3 kernels must fit one 10-minute session on the lent GPU.
+  tuning.tuning.timing.repeats = 5;
+  tuning.tuning.retimeBest = 2;
+  tuning.tuning.retimeRepeats = 10;
   TunedKernel fwd(ctx, file, "flash_attn_fwd", cx, {}, tuning);
   TunedKernel bwd(ctx, file, "flash_attn_bwd", cx, {}, tuning);
   TunedKernel bwdAtomic(ctx, file, "flash_attn_bwd_atomic", cx, {}, tuning);
@@ -103,14 +108,27 @@ template <class T> void time(Context &ctx, int32_t N, int32_t D, bool causal, co
 } // namespace
 
 int main(int argc, char **argv) {
-  bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  bool quick = false;
+  std::string only; // --dtype f16|bf16: that half of the cases
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0)
+      quick = true;
+    else if (std::strcmp(argv[i], "--dtype") == 0 && i + 1 < argc)
+      only = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: attention_bench [--quick] [--dtype f16|bf16]\n");
+      return 2;
+    }
+  }
   Context ctx;
   if (ctx.isInterpreter()) {
     std::fprintf(stderr, "attention_bench: needs a GPU\n");
     return 1;
   }
   Timings out;
-  for (bool bf : {false, true})
+  for (bool bf : {false, true}) {
+    if (!only.empty() && only != (bf ? "bf16" : "f16"))
+      continue;
     for (int32_t D : {64, 128})
       for (int32_t N : quick ? std::vector<int32_t>{1024} : std::vector<int32_t>{1024, 4096, 16384})
         for (bool causal : {false, true}) {
@@ -121,6 +139,7 @@ int main(int argc, char **argv) {
           else
             time<f16>(ctx, N, D, causal, key, out);
         }
+  }
   std::printf("{\"fwd_ms\": {%s}, \"bwd_ms\": {%s}, \"bwd_atomic_ms\": {%s}, \"fwd_config\": {%s}, "
               "\"bwd_config\": {%s}, \"bwd_atomic_config\": {%s}}\n",
               out.fwd.c_str(), out.bwd.c_str(), out.bwdAtomic.c_str(), out.fwdConfig.c_str(), out.bwdConfig.c_str(),
