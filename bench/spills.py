@@ -4,8 +4,8 @@ sm_90a at its default configuration (the file's constexpr defaults, 4 warps,
 no argument facts: what `tessera compile FILE` builds) and assembled by
 ptxas, with its registers and spills. Also, as figures, the kernels that
 spill there compiled as the JIT builds them for contiguous, 16-byte aligned
-tensors (argument specialization), flash attention as
-bench/attention_bench.cpp launches it (4 warps at head dim 64, 8 at 128).
+tensors (argument specialization), and flash attention at every config its
+@autotune spaces keep at head dims 64 and 128 (what bench/attention_bench.cpp tunes).
 Spills are a property of the compiled code, not of the device, so this runs
 wherever ptxas is (no GPU).
 
@@ -35,13 +35,34 @@ LAUNCHED = [("basics/matmul.tile", "matmul", [], MATMUL_FACTS),
               "stride_cn=1", "M%16", "N%16", "K%16"]),
             ("infcl/lse_fwd.tile", "infcl_lse_fwd", [],
              ["stride_i%16", "stride_t%16", "D%16", "n_i%16", "n_t%16"])]
-# Flash attention as bench/attention_bench.cpp launches it.
-for d, warps in ((64, 4), (128, 8)):
-    for causal in ("False", "True"):
-        for k in ("flash_attn_fwd", "flash_attn_bwd"):
-            LAUNCHED.append(("attention/flash_attn.tile", k,
-                             ["-D", f"HEAD_DIM={d}", "-D", f"CAUSAL={causal}", "--num-warps", str(warps)],
-                             ATTENTION_FACTS))
+
+
+def autotune_configs(path, kernel):
+    """The configs of `kernel`'s @autotune decorator in the .tile file and its prune
+    expression (Python syntax, evaluated here on each config and the head dim)."""
+    text = open(path).read()
+    end = re.search(r"\)\s*@kernel\s*def " + kernel + r"\(", text).start()
+    deco = text[text.rindex("@autotune(", 0, end):end]
+    configs = [dict((k, int(v)) for k, v in re.findall(r"(\w+)=(\d+)", c))
+               for c in re.findall(r"config\(([^)]*)\)", deco)]
+    prune = re.search(r'prune="([^"]*)"', deco)
+    return configs, prune.group(1) if prune else "True"
+
+
+# Flash attention as bench/attention_bench.cpp launches it: every config of its
+# kernels' @autotune spaces that the prune condition keeps, at head dims 64 and 128.
+for k in ("flash_attn_fwd", "flash_attn_bwd", "flash_attn_bwd_atomic"):
+    configs, prune = autotune_configs(os.path.join(ROOT, "kernels_dsl/attention/flash_attn.tile"), k)
+    for d in (64, 128):
+        for c in configs:
+            if not eval(prune, {}, {"HEAD_DIM": d, **c}):
+                continue
+            for causal in ("False", "True"):
+                opts = ["-D", f"HEAD_DIM={d}", "-D", f"CAUSAL={causal}"]
+                for name, v in c.items():
+                    opts += {"num_warps": ["--num-warps", str(v)],
+                             "num_stages": ["--num-stages", str(v)]}.get(name, ["-D", f"{name}={v}"])
+                LAUNCHED.append(("attention/flash_attn.tile", k, opts, ATTENTION_FACTS))
 
 
 def compile_report(tessera, path, extra):
@@ -107,8 +128,9 @@ def main():
               "note": "Issue 16's zero-spill row. rows: every kernel of kernels_dsl/ at its default "
                       "configuration (constexpr defaults, 4 warps, no argument facts; what tests/ptxas_check.sh "
                       "compiles). launched: those that spill there, compiled with the facts the JIT takes "
-                      "from contiguous, 16-byte aligned tensors, flash attention as bench/attention_bench.cpp "
-                      f"launches it (figures; {len(launched_spilling)} of {len(launched)} spill).",
+                      "from contiguous, 16-byte aligned tensors, and flash attention at every config of its "
+                      "@autotune spaces (what bench/attention_bench.cpp tunes; figures: "
+                      f"{len(launched_spilling)} of {len(launched)} spill).",
               "rows": rows, "launched": launched, "targets": targets}
     with open(args.out, "w") as f:
         json.dump(result, f, indent=2)
