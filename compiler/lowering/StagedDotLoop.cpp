@@ -25,7 +25,11 @@
 // several dots (dO as B and, through trans, as B^T); a tile loaded contiguous
 // along its first axis (Q^T, K^T) is stored transposed, so that each dot reads
 // it K-major or N-major as it needs; and pointer tiles advanced by a uniform
-// step are bound per iteration rather than carried.
+// step are bound per iteration rather than carried. The atomic-dQ backward
+// adds two things: a B operand computed in the loop (dS^T for dQ^T = K^T dS^T),
+// stored N-major from its registers into a buffer of its own just before its
+// dot, and atomics whose old values are unused (dQ^T's partial sums), allowed
+// when their pointer comes from a kernel argument that no staged load reads.
 #include "KernelLowering.h"
 #include "StageCopier.h"
 #include "DotLoopEmitter.h" // descHigh
