@@ -49,8 +49,11 @@ def autotune_configs(path, kernel):
     return configs, prune.group(1) if prune else "True"
 
 
-# Flash attention as bench/attention_bench.cpp launches it: every config of its
+# Flash attention at its defaults as the JIT specializes it, and as
+# bench/attention_bench.cpp launches it: every config of its
 # kernels' @autotune spaces that the prune condition keeps, at head dims 64 and 128.
+for k in ("flash_attn_fwd", "flash_attn_bwd", "flash_attn_bwd_atomic"):
+    LAUNCHED.append(("attention/flash_attn.tile", k, [], ATTENTION_FACTS))
 for k in ("flash_attn_fwd", "flash_attn_bwd", "flash_attn_bwd_atomic"):
     configs, prune = autotune_configs(os.path.join(ROOT, "kernels_dsl/attention/flash_attn.tile"), k)
     for d in (64, 128):
@@ -118,9 +121,18 @@ def main():
             launched.append({"file": rel, "config": " ".join(extra) or "default", "facts": facts, **r})
     spilling = [r for r in rows if r["spill_stores"] or r["spill_loads"]]
     launched_spilling = [r for r in launched if r["spill_stores"] or r["spill_loads"]]
+    # The same defaults as the JIT compiles them: argument facts for the kernels that
+    # spill without them (their "default" rows of `launched`).
+    as_launched = [r for r in spilling
+                   if not any(l["kernel"] == r["kernel"] and l["config"] == "default"
+                              and not (l["spill_stores"] or l["spill_loads"]) for l in launched)]
     targets = [{"name": "kernels of kernels_dsl/ that spill on sm_90a at their default configuration (ptxas; "
                          + ", ".join(r["kernel"] for r in spilling) + ")",
-                "measured": len(spilling), "target": 0, "better": "lower", "met": not spilling}]
+                "measured": len(spilling), "target": 0, "better": "lower", "met": not spilling},
+               {"name": "of those, the kernels that still spill at their default configuration with the "
+                        "argument facts the JIT takes from contiguous, 16-byte aligned tensors (ptxas"
+                        + "".join("; " + r["kernel"] for r in as_launched) + ")",
+                "measured": len(as_launched), "target": 0, "better": "lower", "met": not as_launched}]
     result = {"benchmark": "spills",
               "device": "none: ptxas for sm_90a (" + ptxas_version(args.bin) + "); spills are compile-time",
               "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
