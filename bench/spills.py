@@ -43,7 +43,8 @@ def autotune_configs(path, kernel):
     text = open(path).read()
     end = re.search(r"\)\s*@kernel\s*def " + kernel + r"\(", text).start()
     deco = text[text.rindex("@autotune(", 0, end):end]
-    configs = [dict((k, int(v)) for k, v in re.findall(r"(\w+)=(\d+)", c))
+    value = lambda v: int(v) if v.isdigit() else v == "True" if v in ("True", "False") else v
+    configs = [dict((k, value(v)) for k, v in re.findall(r"(\w+)=(\w+)", c))
                for c in re.findall(r"config\(([^)]*)\)", deco)]
     prune = re.search(r'prune="([^"]*)"', deco)
     return configs, prune.group(1) if prune else "True"
