@@ -160,7 +160,8 @@ std::optional<StagedLoop> matchStagedLoop(scf::ForOp op, const CompileOptions &o
   // memory that no staged load reads: a kernel argument of their own.
   SmallVector<tile::AtomicRMWOp> atomics;
   for (Operation &o : body->without_terminator()) {
-    if (auto at = dyn_cast<tile::AtomicRMWOp>(o); at && at.getResult().use_empty() && pointerRoot(at.getPtr())) {
+    auto at = dyn_cast<tile::AtomicRMWOp>(o);
+    if (at && at.getResult().use_empty() && pointerRoot(at.getPtr())) {
       atomics.push_back(at);
       continue;
     }
@@ -443,11 +444,11 @@ void StagedDotLoopEmitter::stageInvariant(size_t i) {
 void StagedDotLoopEmitter::stageRegistersB(size_t i) {
   StagedDot &d = m_.dots[i];
   const Staged &bs = bStaged[i];
-  Type eb_t = d.dot.getB().getType().getElementType();
-  int64_t eb = eb_t.getIntOrFloatBitWidth() / 8;
+  Type elemTy = d.dot.getB().getType().getElementType();
+  int64_t eb = elemTy.getIntOrFloatBitWidth() / 8;
   Layout l = kl_.layoutOfValue(d.regsB);
   SmallVector<Value> regs = kl_.materializeIn(d.regsB, l, loc);
-  StageCopier copier(kl_, b_, loc, eb_t);
+  StageCopier copier(kl_, b_, loc, elemTy);
   auto ptr3 = LLVM::LLVMPointerType::get(b_.getContext(), 3);
   Value at0 = add(base, c32(bs.offset));
   // An mma layout's slot pairs are adjacent columns: one 4-byte store each.
