@@ -117,4 +117,10 @@ std::vector<bool> readPointerArguments(func::FuncOp kernel) {
   return addressArguments<tile::LoadOp, tile::AtomicRMWOp, tile::AtomicCASOp>(kernel);
 }
 
+std::vector<bool> argumentsOfAddress(func::FuncOp kernel, Value address) {
+  AddressWalk walk(kernel);
+  walk.from(address);
+  return walk.result(kernel);
+}
+
 } // namespace tessera::analysis

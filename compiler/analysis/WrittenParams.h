@@ -20,6 +20,9 @@ namespace tessera::analysis {
 std::vector<bool> writtenPointerArguments(mlir::func::FuncOp kernel);
 /// The same for tile.load, tile.atomic_rmw and tile.atomic_cas addresses.
 std::vector<bool> readPointerArguments(mlir::func::FuncOp kernel);
+/// The same for one address (a pointer or pointer tile in `kernel`'s body):
+/// the arguments it may derive from, integer arguments of its offsets included.
+std::vector<bool> argumentsOfAddress(mlir::func::FuncOp kernel, mlir::Value address);
 
 } // namespace tessera::analysis
 

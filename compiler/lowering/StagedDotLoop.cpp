@@ -29,10 +29,11 @@
 // adds two things: a B operand computed in the loop (dS^T for dQ^T = K^T dS^T),
 // stored N-major from its registers into a buffer of its own just before its
 // dot, and atomics whose old values are unused (dQ^T's partial sums), allowed
-// when their pointer comes from a kernel argument that no staged load reads.
+// when their address derives from no pointer argument a staged load reads.
 #include "KernelLowering.h"
 #include "StageCopier.h"
 #include "DotLoopEmitter.h" // descHigh
+#include "analysis/WrittenParams.h"
 
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -92,21 +93,16 @@ bool inWgmmaAccLayout(RankedTensorType t, int64_t numWarps) {
   return l && *l == wgmmaAccLayout(t.getDimSize(0), t.getDimSize(1), numWarps);
 }
 
-/// The kernel argument a pointer tile is offset from, or null when it is not
-/// plainly one (loaded, selected, carried).
-Value pointerRoot(Value p) {
-  for (int depth = 0; depth < 32; ++depth) {
-    if (auto arg = dyn_cast<BlockArgument>(p))
-      return isa<FunctionOpInterface>(arg.getOwner()->getParentOp()) ? p : Value();
-    Operation *def = p.getDefiningOp();
-    if (auto ap = dyn_cast_or_null<tile::AddPtrOp>(def))
-      p = ap.getPtr();
-    else if (def && isa<tile::SplatOp, tile::BroadcastOp, tile::ExpandDimsOp, tgpu::ConvertLayoutOp>(def))
-      p = def->getOperand(0);
-    else
-      return Value();
-  }
-  return Value();
+/// Whether addresses `a` and `b` may derive from one pointer argument of the
+/// kernel (WrittenParams' walk; conservative where it gives up).
+bool mayShareBuffer(func::FuncOp kernel, Value a, Value b) {
+  std::vector<bool> fromA = analysis::argumentsOfAddress(kernel, a),
+                    fromB = analysis::argumentsOfAddress(kernel, b);
+  for (unsigned i = 0; i < kernel.getNumArguments(); ++i)
+    if (fromA[i] && fromB[i] &&
+        isa<tile::PtrType>(getElementTypeOrSelf(kernel.getArgument(i).getType())))
+      return true;
+  return false;
 }
 
 /// The staged form of `op`, or nothing.
@@ -116,19 +112,14 @@ std::optional<StagedLoop> matchStagedLoop(scf::ForOp op, const CompileOptions &o
     return std::nullopt;
   Block *body = op.getBody();
   StagedLoop m;
-  auto yield = cast<scf::YieldOp>(body->getTerminator());
   // Pointer tiles advanced by a uniform step, each step used only by the yield.
   llvm::SmallDenseSet<unsigned> advancing;
-  for (auto [i, arg] : llvm::enumerate(op.getRegionIterArgs())) {
-    auto ap = yield.getOperand(i).getDefiningOp<tile::AddPtrOp>();
-    if (!ap || ap.getPtr() != arg || ap->getBlock() != body || !ap->hasOneUse() ||
-        !isa<RankedTensorType>(arg.getType()))
+  for (unsigned i = 0; i < op.getNumRegionIterArgs(); ++i) {
+    tile::AddPtrOp ap = pointerAdvance(op, i);
+    if (!ap || ap->getBlock() != body || !ap->hasOneUse() || !isUniformStep(op, ap.getOffset()))
       continue;
-    Value off = ap.getOffset();
-    if (!isUniformStep(op, off))
-      continue;
-    m.advancing.push_back({unsigned(i), off});
-    advancing.insert(unsigned(i));
+    m.advancing.push_back({i, ap.getOffset()});
+    advancing.insert(i);
     m.skipped.insert(ap);
   }
   auto stagedLoad = [&](tile::LoadOp ld) -> std::optional<unsigned> {
@@ -157,11 +148,11 @@ std::optional<StagedLoop> matchStagedLoop(scf::ForOp op, const CompileOptions &o
     return unsigned(m.loads.size() - 1);
   };
   // Atomics whose old values nobody reads (dQ's partial sums) may update
-  // memory that no staged load reads: a kernel argument of their own.
+  // memory that no staged load reads: a pointer argument of their own.
   SmallVector<tile::AtomicRMWOp> atomics;
   for (Operation &o : body->without_terminator()) {
     auto at = dyn_cast<tile::AtomicRMWOp>(o);
-    if (at && at.getResult().use_empty() && pointerRoot(at.getPtr())) {
+    if (at && at.getResult().use_empty()) {
       atomics.push_back(at);
       continue;
     }
@@ -257,9 +248,10 @@ std::optional<StagedLoop> matchStagedLoop(scf::ForOp op, const CompileOptions &o
     for (Operation *u : l.load->getUsers())
       if (!m.skipped.contains(u))
         return std::nullopt;
+  auto kernel = op->getParentOfType<func::FuncOp>();
   for (tile::AtomicRMWOp at : atomics)
     for (StagedLoad &l : m.loads)
-      if (Value root = pointerRoot(l.load.getPtr()); !root || root == pointerRoot(at.getPtr()))
+      if (mayShareBuffer(kernel, at.getPtr(), l.load.getPtr()))
         return std::nullopt;
   // The staged loads' addresses: pure ops of the body that depend only on the
   // induction variable, advancing pointer tiles and values from outside.
