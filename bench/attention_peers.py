@@ -103,7 +103,8 @@ def main():
         with open(args.merge) as f:
             old = json.load(f)
         kept = [r for r in old["rows"] if r["dtype"] not in dtypes]
-        rows = sorted(kept + rows, key=lambda r: [k for _, _, _, _, k in cases(args.quick)].index(r["case"]))
+        order = [k for _, _, _, _, k in cases(args.quick)]
+        rows = sorted(kept + rows, key=lambda r: order.index(r["case"]))
         merged_note = (f" Rows of {', '.join(sorted({r['dtype'] for r in kept}))} kept from an earlier run "
                        f"on the same kind of device (their own commit in each row); the targets are over all rows.")
     targets = [t for r in rows for t in row_targets(r)]
