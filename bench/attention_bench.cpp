@@ -21,10 +21,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 using namespace tessera;
 
@@ -33,14 +36,7 @@ namespace {
 // Batch x heads at sequence length n (issue 16: 128 at 1024, 32 at 16384).
 int32_t headsAt(int32_t n) { return n <= 1024 ? 128 : n <= 4096 ? 64 : 32; }
 
-struct Timings {
-  std::string fwd, bwd, bwdAtomic, fwdConfig, bwdConfig, bwdAtomicConfig; // JSON members, comma-separated
-  void add(std::string &to, const std::string &key, const std::string &value) {
-    to += (to.empty() ? "\"" : ", \"") + key + "\": " + value;
-  }
-};
-
-template <class T> void time(Context &ctx, int32_t N, int32_t D, bool causal, const std::string &key, Timings &out) {
+template <class T> void time(Context &ctx, int32_t N, int32_t D, bool causal, const std::string &key, nlohmann::json &out) {
   const int32_t Z = 1, H = headsAt(N);
   const size_t n = size_t(Z) * H * N * D;
   std::mt19937 rng(7);
@@ -73,36 +69,30 @@ template <class T> void time(Context &ctx, int32_t N, int32_t D, bool causal, co
   const float scale = 1.0f / std::sqrt(float(D));
   auto fwdGrid = [&](const Config &c) { return Grid{unsigned(cdiv(N, c.get("BLOCK_M"))), unsigned(Z * H)}; };
   auto bwdGrid = [&](const Config &c) { return Grid{unsigned(cdiv(N, c.get("BLOCK_N1"))), 1, unsigned(Z * H)}; };
+  const Grid rowGrid{unsigned(cdiv(N, 128)), unsigned(Z * H)}; // preprocessing, the dQ pass
   auto runFwd = [&] { fwd.launch(ctx.stream(), fwdGrid, q, k, v, o, lse, scale, sz, sh, sn, 1, H, N); };
   auto runBwd = [&] {
-    pre.launch(ctx.stream(), Grid{unsigned(cdiv(N, 128)), unsigned(Z * H)}, o, dout, delta, sz, sh, sn, 1, H, N);
+    pre.launch(ctx.stream(), rowGrid, o, dout, delta, sz, sh, sn, 1, H, N);
     bwd.launch(ctx.stream(), bwdGrid, q, k, v, dout, dq, dk, dv, lse, delta, scale, sz, sh, sn, 1, H, N);
   };
   // The backward with dQ by atomics: zeroing dQ^T and the final dQ pass included.
   auto runBwdAtomic = [&] {
     dqT.memsetBytes(0, ctx.stream());
-    pre.launch(ctx.stream(), Grid{unsigned(cdiv(N, 128)), unsigned(Z * H)}, o, dout, delta, sz, sh, sn, 1, H, N);
+    pre.launch(ctx.stream(), rowGrid, o, dout, delta, sz, sh, sn, 1, H, N);
     bwdAtomic.launch(ctx.stream(), bwdGrid, q, k, v, dout, dk, dv, dqT, lse, delta, scale, sz, sh, sn, 1, H, N);
-    dqFromT.launch(ctx.stream(), Grid{unsigned(cdiv(N, 128)), unsigned(Z * H)}, dqT, dq, scale, sz, sh, sn, 1,
-                   H, N);
+    dqFromT.launch(ctx.stream(), rowGrid, dqT, dq, scale, sz, sh, sn, 1, H, N);
   };
-  runFwd(); // tunes the forward
-  const std::string fwdConfig = fwd.lastDecision().config.str();
-  runBwd(); // tunes the backward on the forward's O and LSE
-  const std::string bwdConfig = bwd.lastDecision().config.str();
-  runBwdAtomic();
-  const std::string bwdAtomicConfig = bwdAtomic.lastDecision().config.str();
-  int iters = N >= 16384 ? 3 : 10;
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.6f", bench::medianMs(ctx, runFwd, iters, 5));
-  out.add(out.fwd, key, buf);
-  std::snprintf(buf, sizeof buf, "%.6f", bench::medianMs(ctx, runBwd, iters, 5));
-  out.add(out.bwd, key, buf);
-  std::snprintf(buf, sizeof buf, "%.6f", bench::medianMs(ctx, runBwdAtomic, iters, 5));
-  out.add(out.bwdAtomic, key, buf);
-  out.add(out.fwdConfig, key, "\"" + fwdConfig + "\"");
-  out.add(out.bwdConfig, key, "\"" + bwdConfig + "\"");
-  out.add(out.bwdAtomicConfig, key, "\"" + bwdAtomicConfig + "\"");
+  // The first run of each tunes it (the backwards on the forward's O and LSE);
+  // then each is timed.
+  const int iters = N >= 16384 ? 3 : 10;
+  auto tuneAndTime = [&](const char *name, TunedKernel &tuned, const std::function<void()> &run) {
+    run();
+    out[std::string(name) + "_config"][key] = tuned.lastDecision().config.str();
+    out[std::string(name) + "_ms"][key] = bench::medianMs(ctx, run, iters, 5);
+  };
+  tuneAndTime("fwd", fwd, runFwd);
+  tuneAndTime("bwd", bwd, runBwd);
+  tuneAndTime("bwd_atomic", bwdAtomic, runBwdAtomic);
 }
 
 } // namespace
@@ -125,7 +115,7 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "attention_bench: needs a GPU\n");
     return 1;
   }
-  Timings out;
+  nlohmann::json out = nlohmann::json::object();
   for (bool bf : {false, true}) {
     if (!only.empty() && only != (bf ? "bf16" : "f16"))
       continue;
@@ -140,9 +130,6 @@ int main(int argc, char **argv) {
             time<f16>(ctx, N, D, causal, key, out);
         }
   }
-  std::printf("{\"fwd_ms\": {%s}, \"bwd_ms\": {%s}, \"bwd_atomic_ms\": {%s}, \"fwd_config\": {%s}, "
-              "\"bwd_config\": {%s}, \"bwd_atomic_config\": {%s}}\n",
-              out.fwd.c_str(), out.bwd.c_str(), out.bwdAtomic.c_str(), out.fwdConfig.c_str(), out.bwdConfig.c_str(),
-              out.bwdAtomicConfig.c_str());
+  std::printf("%s\n", out.dump().c_str());
   return 0;
 }
