@@ -6,9 +6,9 @@
 // Prints one JSON object:
 //   {"fwd_ms": {CASE: ms}, "bwd_ms": {CASE: ms}, "bwd_atomic_ms": {CASE: ms},
 //    "fwd_config": {CASE: config}, "bwd_config": ..., "bwd_atomic_config": ...}
+// with CASE = "<dtype>_d<D>_n<N>[_causal]" and batch x heads as in the peer script.
 // bwd: preprocessing + flash_attn_bwd (dQ in a second pass); bwd_atomic: zeroing
 // dQ^T, preprocessing, flash_attn_bwd_atomic and flash_attn_bwd_dq.
-// with CASE = "<dtype>_d<D>_n<N>[_causal]" and batch x heads as in the peer script.
 //
 //   attention_bench [--quick] [--dtype f16|bf16]   (--quick: N = 1024 only)
 // Correctness is examples/flash_attention.cpp's job; this only times.
