@@ -333,6 +333,17 @@ public:
   bool emit();
   std::string summary();
 
+  /// FlashAttention's forward loop (S = Q K^T, a softmax, O += P V) with its
+  /// products overlapped, FA3's way: iteration j issues S_j, then P V of
+  /// iteration j - 1, and computes the softmax of S_j while that second
+  /// product runs; the accumulator is waited for where the body first reads
+  /// it (its rescaling). Needs 3 stages (the copies run one iteration less
+  /// ahead) and registers to spare.
+  struct Overlap {
+    unsigned accArg = 0; // the iter arg that the second product accumulates
+  };
+  std::optional<Overlap> planOverlap();
+
 private:
   struct Ring {
     int64_t eb = 2, rows = 0, width = 0, bytes = 0;
@@ -358,6 +369,15 @@ private:
   Value slot(size_t ring, Value j);
   // The wgmmas of dot i on iteration `iter`'s stage; binds its result.
   bool emitDot(size_t i, Value iter);
+  // Dot i's A registers (regsA), packed in pairs as wgmma reads them.
+  SmallVector<Value> packedA(size_t i);
+  // Issues and commits dot i's wgmmas on `iter`'s stage, accumulating into
+  // `accs`; returns the accumulators, in flight until a wait.
+  SmallVector<Value> issueDot(size_t i, Value iter, SmallVector<Value> accs, ArrayRef<Value> aPacked,
+                              bool zeroAcc);
+  // wgmma.wait_group `pending` with `accs` passed through it.
+  SmallVector<Value> waitGroup(ArrayRef<Value> accs, int64_t pending);
+  void bindProduct(size_t i, ArrayRef<Value> regs);
   Value desc(Value addr, int64_t high);
 
   KernelLowering &kl_;
@@ -406,10 +426,12 @@ std::string StagedDotLoopEmitter::summary() {
          (d.regsB ? "stored from registers" : "read") + " " + (d.kMajorB ? "K-major" : "N-major") + ")";
   }
   int64_t transposed = llvm::count_if(m_.loads, [](const StagedLoad &l) { return l.transposed; });
+  bool overlapped = planOverlap().has_value();
   return s + "; " + std::to_string(m_.loads.size()) + " loaded tiles" +
          (transposed ? " (" + std::to_string(transposed) + " stored transposed)" : "") +
-         " copied by cp.async " + std::to_string(S - 1) + " iterations ahead (" +
-         std::to_string(S) + " stages)";
+         " copied by cp.async " + std::to_string(overlapped ? S - 2 : S - 1) + " iterations ahead (" +
+         std::to_string(S) + " stages)" +
+         (overlapped ? "; the second product overlaps the next iteration's softmax" : "");
 }
 
 Value StagedDotLoopEmitter::slot(size_t ring, Value j) {
@@ -484,25 +506,26 @@ Value StagedDotLoopEmitter::desc(Value addr, int64_t high) {
   return smemDescriptor(b_, loc, addr, high);
 }
 
-bool StagedDotLoopEmitter::emitDot(size_t i, Value iter) {
+SmallVector<Value> StagedDotLoopEmitter::packedA(size_t i) {
   StagedDot &d = m_.dots[i];
-  Type ea = d.dot.getA().getType().getElementType();
-  if (d.regsB)
-    stageRegistersB(i);
-  Layout accLay = wgmmaAccLayout(d.M, d.N, opts_.numWarps);
-  const int64_t T = accLay.tm, RB = d.N / 2, R = T * RB;
-  bool zeroAcc = isZeroSplat(d.dot.getAcc());
-  SmallVector<Value> accs = kl_.materializeIn(d.dot.getAcc(), accLay, loc);
+  SmallVector<Value> aPacked;
+  if (!d.regsA)
+    return aPacked;
   // A from registers: the product's 16-bit registers, packed in pairs; the
   // k16 step kk of row block t is wgmma's four A registers (mma.sync's A
   // fragment: the two n8 tiles of those columns).
-  SmallVector<Value> aPacked;
-  if (d.regsA) {
-    SmallVector<Value> regs =
-        kl_.materializeIn(d.regsA, wgmmaAccLayout(d.M, d.K, opts_.numWarps), loc);
-    for (size_t k = 0; k + 1 < regs.size(); k += 2)
-      aPacked.push_back(kl_.packHalves(regs[k], regs[k + 1], loc));
-  }
+  SmallVector<Value> regs = kl_.materializeIn(d.regsA, wgmmaAccLayout(d.M, d.K, opts_.numWarps), loc);
+  for (size_t k = 0; k + 1 < regs.size(); k += 2)
+    aPacked.push_back(kl_.packHalves(regs[k], regs[k + 1], loc));
+  return aPacked;
+}
+
+SmallVector<Value> StagedDotLoopEmitter::issueDot(size_t i, Value iter, SmallVector<Value> accs,
+                                                  ArrayRef<Value> aPacked, bool zeroAcc) {
+  StagedDot &d = m_.dots[i];
+  Type ea = d.dot.getA().getType().getElementType();
+  Layout accLay = wgmmaAccLayout(d.M, d.N, opts_.numWarps);
+  const int64_t T = accLay.tm, RB = d.N / 2;
   const int64_t WB = d.regsB ? bStaged[i].width : rings[d.load].width, WA = aStaged[i].width;
   // K-major operands: column blocks of W bytes per row, the leading offset
   // unused. N-major B: column blocks K * W bytes apart (its rows are K).
@@ -558,23 +581,86 @@ bool StagedDotLoopEmitter::emitDot(size_t i, Value iter) {
     }
   }
   asmCall({}, {}, "wgmma.commit_group.sync.aligned;", "~{memory}");
-  // Wait for the group, passing the accumulators through the wait so that no
-  // use of them moves above it.
+  return accs;
+}
+
+SmallVector<Value> StagedDotLoopEmitter::waitGroup(ArrayRef<Value> accs, int64_t pending) {
+  // The accumulators pass through the wait, so that no use of them moves
+  // above it.
+  const int64_t R = accs.size();
   std::string wcons;
   for (int64_t k = 0; k < R; ++k)
     wcons += "=f,";
   for (int64_t k = 0; k < R; ++k)
     wcons += std::to_string(k) + ",";
-  auto w = asmCall(SmallVector<Type>(R, b_.getF32Type()), accs, "wgmma.wait_group.sync.aligned 0;",
-                   wcons + "~{memory}");
+  auto w = asmCall(SmallVector<Type>(R, b_.getF32Type()), accs,
+                   "wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";", wcons + "~{memory}");
+  SmallVector<Value> out;
+  for (int64_t k = 0; k < R; ++k)
+    out.push_back(LLVM::ExtractValueOp::create(b_, loc, w.getResult(0), ArrayRef<int64_t>{k}));
+  return out;
+}
+
+void StagedDotLoopEmitter::bindProduct(size_t i, ArrayRef<Value> regs) {
+  StagedDot &d = m_.dots[i];
   Lowered l;
   l.kind = Lowered::Dist;
   l.type = d.dot.getType();
-  l.layout = accLay;
-  for (int64_t k = 0; k < R; ++k)
-    l.regs.push_back(LLVM::ExtractValueOp::create(b_, loc, w.getResult(0), ArrayRef<int64_t>{k}));
+  l.layout = wgmmaAccLayout(d.M, d.N, opts_.numWarps);
+  l.regs.assign(regs.begin(), regs.end());
   vals_[d.dot.getResult()] = l;
+}
+
+bool StagedDotLoopEmitter::emitDot(size_t i, Value iter) {
+  StagedDot &d = m_.dots[i];
+  if (d.regsB)
+    stageRegistersB(i);
+  Layout accLay = wgmmaAccLayout(d.M, d.N, opts_.numWarps);
+  SmallVector<Value> accs = kl_.materializeIn(d.dot.getAcc(), accLay, loc);
+  bindProduct(i, waitGroup(issueDot(i, iter, accs, packedA(i), isZeroSplat(d.dot.getAcc())), 0));
   return true;
+}
+
+bool usesValue(Operation *o, Value v) {
+  bool used = false;
+  o->walk([&](Operation *in) { used = used || llvm::is_contained(in->getOperands(), v); });
+  return used;
+}
+
+std::optional<StagedDotLoopEmitter::Overlap> StagedDotLoopEmitter::planOverlap() {
+  if (S < 3 || m_.dots.size() != 2)
+    return std::nullopt;
+  StagedDot &first = m_.dots[0], &second = m_.dots[1];
+  if (!first.invariantA || first.regsB || !second.regsA || second.regsB ||
+      !first.dot->isBeforeInBlock(second.dot))
+    return std::nullopt;
+  // While the softmax runs, a thread holds S, the accumulator and P at once.
+  // Beyond 128 registers of them the overlap costs more than it hides (head
+  // dim 128 in 128 x 128 blocks: 160, 9% slower on an H200); at head dim 64
+  // (128 or fewer) it was 1-3% faster (bench/NOTES.md, session 17).
+  int64_t live = wgmmaAccLayout(first.M, first.N, opts_.numWarps).slots() +
+                 wgmmaAccLayout(second.M, second.N, opts_.numWarps).slots() +
+                 wgmmaAccLayout(second.M, second.K, opts_.numWarps).slots() / 2;
+  if (live > 128)
+    return std::nullopt;
+  Block *body = op_.getBody();
+  if (llvm::any_of(*body, [](Operation &o) { return isa<tile::AtomicRMWOp>(o); }))
+    return std::nullopt;
+  // The second product goes only to the next iteration, as its accumulator.
+  Value r = second.dot.getResult();
+  if (!r.hasOneUse() || !isa<scf::YieldOp>(r.use_begin()->getOwner()))
+    return std::nullopt;
+  Overlap ov;
+  ov.accArg = r.use_begin()->getOperandNumber();
+  Value acc = op_.getRegionIterArgs()[ov.accArg];
+  // That accumulator is complete only after the first product is issued.
+  for (Operation &o : *body) {
+    if (&o == first.dot.getOperation())
+      break;
+    if (usesValue(&o, acc))
+      return std::nullopt;
+  }
+  return ov;
 }
 
 bool StagedDotLoopEmitter::emit() {
@@ -596,51 +682,115 @@ bool StagedDotLoopEmitter::emit() {
       }
   base = LLVM::PtrToIntOp::create(b_, loc, i32, kl_.smemBase(off, loc));
   trips = kl_.loopTrips(op_, loc);
+  std::optional<Overlap> ov = planOverlap();
+  // Copies run `ahead` iterations ahead. Overlapped, one less: iteration j's
+  // copies go to the slot of j - 2, as j - 1's second product reads V's slot
+  // of j - 1 until iteration j waits for it.
+  const int64_t ahead = ov ? S - 2 : S - 1;
 
   for (size_t i = 0; i < m_.dots.size(); ++i)
     if (m_.dots[i].invariantA)
       stageInvariant(i);
-  // Iterations 0 .. S-2 in flight; one commit group per iteration, even an
-  // empty one, so that wait_group counts iterations.
-  for (int64_t p = 0; p + 1 < S; ++p) {
+  // Iterations 0 .. ahead-1 in flight; one commit group per iteration, even
+  // an empty one, so that wait_group counts iterations.
+  for (int64_t p = 0; p < ahead; ++p) {
     if (!issueIteration(c32(p)))
       return false;
     asmCall({}, {}, "cp.async.commit_group;", "~{memory}");
   }
 
-  // The loop, carrying the source loop's values in their layouts.
+  // The loop, carrying the source loop's values in their layouts; overlapped,
+  // the accumulator before the second product is added (that product is
+  // issued in the next iteration) and the second product's A registers (P).
   SmallVector<std::optional<Layout>> layouts = kl_.carriedLayouts(op_);
   auto layoutPtr = [&](size_t k) -> const Layout * { return layouts[k] ? &*layouts[k] : nullptr; };
   SmallVector<Value> inits;
   for (auto [k, v] : llvm::enumerate(op_.getInitArgs()))
     if (!isAdvancing(k)) // bound per iteration, not carried
       kl_.flatten(v, inits, loc, layoutPtr(k));
+  int64_t nP = 0;
+  Layout secondLay;
+  if (ov) {
+    StagedDot &second = m_.dots[1];
+    secondLay = wgmmaAccLayout(second.M, second.N, opts_.numWarps);
+    nP = wgmmaAccLayout(second.M, second.K, opts_.numWarps).slots() / 2;
+    inits.append(nP, c32(0));
+  }
   auto loop = scf::ForOp::create(b_, loc, c32(0), trips.n, c32(1), inits);
+  // Overlapped: the second product of iteration j - 1 (its accumulator and
+  // P in `carried`), issued on V's slot of j - 1; `carried` passes through
+  // when j is 0 (an empty commit group keeps the count of groups).
+  auto secondProduct = [&](Value j, ValueRange carried, size_t accPos, bool wait) {
+    ValueRange accRange = carried.slice(accPos, secondLay.slots());
+    SmallVector<Value> acc(accRange.begin(), accRange.end());
+    ValueRange pRange = carried.take_back(nP);
+    SmallVector<Value> p(pRange.begin(), pRange.end());
+    Value has = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::sgt, j, c32(0));
+    auto ifOp = scf::IfOp::create(b_, loc, SmallVector<Type>(acc.size(), b_.getF32Type()), has, true, true);
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointToStart(ifOp.thenBlock());
+    SmallVector<Value> r = issueDot(1, arith::SubIOp::create(b_, loc, j, c32(1)), acc, p, false);
+    scf::YieldOp::create(b_, loc, wait ? waitGroup(r, 0) : r);
+    b_.setInsertionPointToStart(ifOp.elseBlock());
+    if (!wait)
+      asmCall({}, {}, "wgmma.commit_group.sync.aligned;", "~{memory}");
+    scf::YieldOp::create(b_, loc, acc);
+    return SmallVector<Value>(ifOp.getResults().begin(), ifOp.getResults().end());
+  };
   {
     OpBuilder::InsertionGuard g(b_);
     kl_.enterLoopBody(loop);
     Value it = loop.getInductionVar();
     // Stage `it` has landed for this thread; after the barrier, for every
-    // thread, and every warp is done with iteration it - 1 (its wgmmas waited
-    // for), whose slot the copies of iteration it + S - 1 overwrite.
-    asmCall({}, {}, "cp.async.wait_group " + std::to_string(S - 2) + ";", "~{memory}");
+    // thread, and every warp is done with the slot that the copies of
+    // iteration it + ahead overwrite (iteration it - 1's, or it - 2's when
+    // overlapped: their wgmmas were waited for).
+    asmCall({}, {}, "cp.async.wait_group " + std::to_string(ahead - 1) + ";", "~{memory}");
     asmCall({}, {}, "fence.proxy.async.shared::cta;", "~{memory}");
     kl_.barrier(loc);
-    if (!issueIteration(add(it, c32(S - 1))))
+    if (!issueIteration(add(it, c32(ahead))))
       return false;
     asmCall({}, {}, "cp.async.commit_group;", "~{memory}");
     kl_.pushScope();
     kl_.bindScalar(op_.getInductionVar(), kl_.inductionAt(trips, it, loc));
-    size_t pos = 0;
+    size_t pos = 0, accPos = 0;
     ValueRange args = loop.getRegionIterArgs();
     for (auto [k, a] : llvm::enumerate(op_.getRegionIterArgs()))
-      if (!isAdvancing(k))
+      if (!isAdvancing(k)) {
+        if (ov && k == ov->accArg)
+          accPos = pos;
         kl_.bindFlat(a, args, pos, layoutPtr(k));
+      }
     bindAdvances(op_.getRegionIterArgs(), it);
+    // Overlapped: the accumulator in flight (the second product of it - 1)
+    // until something reads it; the values carried to the next iteration.
+    std::optional<SmallVector<Value>> inFlight;
+    SmallVector<Value> nextAcc, nextP;
+    auto landAcc = [&] {
+      SmallVector<Value> w = waitGroup(*inFlight, 0);
+      size_t p0 = 0;
+      kl_.bindFlat(op_.getRegionIterArgs()[ov->accArg], w, p0, layoutPtr(ov->accArg));
+      inFlight.reset();
+    };
     Block &src = *op_.getBody();
     for (Operation &o : src.without_terminator()) {
       bool ok = true;
-      if (auto dot = dyn_cast<tile::DotOp>(o); dot && m_.skipped.contains(&o)) {
+      if (inFlight && usesValue(&o, op_.getRegionIterArgs()[ov->accArg]))
+        landAcc();
+      auto dot = dyn_cast<tile::DotOp>(o);
+      if (dot && ov && dot == m_.dots[0].dot) {
+        // FA3's order: S of this iteration, then P V of the previous one,
+        // whose tensor-core work overlaps this iteration's softmax.
+        StagedDot &first = m_.dots[0];
+        SmallVector<Value> s = issueDot(0, it, kl_.materializeIn(first.dot.getAcc(), wgmmaAccLayout(first.M, first.N, opts_.numWarps), loc), {}, isZeroSplat(first.dot.getAcc()));
+        inFlight = secondProduct(it, args, accPos, /*wait=*/false);
+        bindProduct(0, waitGroup(s, 1));
+      } else if (dot && ov && dot == m_.dots[1].dot) {
+        if (inFlight)
+          landAcc();
+        nextAcc = kl_.materializeIn(dot.getAcc(), secondLay, loc);
+        nextP = packedA(1);
+      } else if (dot && m_.skipped.contains(&o)) {
         for (size_t i = 0; i < m_.dots.size(); ++i)
           if (m_.dots[i].dot == dot)
             ok = emitDot(i, it);
@@ -653,19 +803,44 @@ bool StagedDotLoopEmitter::emit() {
       }
     }
     SmallVector<Value> yields;
-    for (auto [k, v] : llvm::enumerate(src.getTerminator()->getOperands()))
-      if (!isAdvancing(k))
+    for (auto [k, v] : llvm::enumerate(src.getTerminator()->getOperands())) {
+      if (isAdvancing(k))
+        continue;
+      if (ov && k == ov->accArg)
+        yields.append(nextAcc);
+      else
         kl_.flatten(v, yields, loc, layoutPtr(k));
+    }
+    yields.append(nextP);
     scf::YieldOp::create(b_, loc, yields);
     kl_.popScope();
   }
-  asmCall({}, {}, "cp.async.wait_group 0;", "~{memory}");
-  smem_.releaseTemp(off, bytes());
   size_t pos = 0;
   ValueRange results = loop.getResults();
-  for (auto [k, r] : llvm::enumerate(op_.getResults()))
-    if (!isAdvancing(k))
+  SmallVector<Value> lastAcc;
+  if (ov) {
+    // The last iteration's second product.
+    for (auto [k, r] : llvm::enumerate(op_.getResults()))
+      if (!isAdvancing(k)) {
+        if (k == ov->accArg)
+          lastAcc = secondProduct(trips.n, results, pos, /*wait=*/true);
+        pos += layouts[k] ? layouts[k]->slots() : kl_.flatTypes(r.getType()).size();
+      }
+    pos = 0;
+  }
+  asmCall({}, {}, "cp.async.wait_group 0;", "~{memory}");
+  smem_.releaseTemp(off, bytes());
+  for (auto [k, r] : llvm::enumerate(op_.getResults())) {
+    if (isAdvancing(k))
+      continue;
+    if (ov && k == ov->accArg) {
+      size_t p0 = 0;
+      kl_.bindFlat(r, lastAcc, p0, layoutPtr(k));
+      pos += lastAcc.size();
+    } else {
       kl_.bindFlat(r, results, pos, layoutPtr(k));
+    }
+  }
   bindAdvances(op_.getResults(), trips.n);
   return true;
 }
