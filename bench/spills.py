@@ -59,13 +59,15 @@ for k in ("flash_attn_fwd", "flash_attn_bwd", "flash_attn_bwd_atomic"):
     configs, prune = autotune_configs(os.path.join(ROOT, "kernels_dsl/attention/flash_attn.tile"), k)
     for d in (64, 128):
         for c in configs:
-            if not eval(prune, {}, {"HEAD_DIM": d, **c}):
+            # The switches' defaults (as the decorator's prune sees them), then the config.
+            if not eval(prune, {}, {"HEAD_DIM": d, "num_warps": 4, "num_stages": 4, "maxnreg": 0, **c}):
                 continue
             for causal in ("False", "True"):
                 opts = ["-D", f"HEAD_DIM={d}", "-D", f"CAUSAL={causal}"]
                 for name, v in c.items():
                     opts += {"num_warps": ["--num-warps", str(v)],
-                             "num_stages": ["--num-stages", str(v)]}.get(name, ["-D", f"{name}={v}"])
+                             "num_stages": ["--num-stages", str(v)],
+                             "maxnreg": ["--maxnreg", str(v)]}.get(name, ["-D", f"{name}={v}"])
                 LAUNCHED.append(("attention/flash_attn.tile", k, opts, ATTENTION_FACTS))
 
 
