@@ -782,7 +782,9 @@ bool StagedDotLoopEmitter::emit() {
         // FA3's order: S of this iteration, then P V of the previous one,
         // whose tensor-core work overlaps this iteration's softmax.
         StagedDot &first = m_.dots[0];
-        SmallVector<Value> s = issueDot(0, it, kl_.materializeIn(first.dot.getAcc(), wgmmaAccLayout(first.M, first.N, opts_.numWarps), loc), {}, isZeroSplat(first.dot.getAcc()));
+        Layout sLay = wgmmaAccLayout(first.M, first.N, opts_.numWarps);
+        SmallVector<Value> s = issueDot(0, it, kl_.materializeIn(first.dot.getAcc(), sLay, loc), {},
+                                        isZeroSplat(first.dot.getAcc()));
         inFlight = secondProduct(it, args, accPos, /*wait=*/false);
         bindProduct(0, waitGroup(s, 1));
       } else if (dot && ov && dot == m_.dots[1].dot) {
