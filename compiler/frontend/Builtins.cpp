@@ -237,6 +237,8 @@ BuiltinCall::Handler BuiltinCall::handlerFor(const std::string &name) {
       {"randn", &B::onRandom},
       {"randint", &B::onRandom},
       {"randint4x", &B::onRandom},
+      {"rand4x", &B::onRandom},
+      {"randn4x", &B::onRandom},
       // hints, casts, compile-time checks, printing
       {"multiple_of", &B::onHint},
       {"max_contiguous", &B::onHint},

@@ -1,4 +1,5 @@
-// rand, randn, randint, randint4x: bit-identical to a Philox reference written
+// rand, randn, randint, randint4x, rand4x, randn4x: bit-identical (randn: within
+// rounding) to a Philox reference written
 // here from the published algorithm (Salmon et al., SC'11) with Triton's
 // layout of counter and key, for fresh random seeds (above 2^32 too) and
 // offsets (near 2^31 and 2^32 too), in the CPU interpreter. The kernels also
@@ -148,6 +149,67 @@ TEST_CASE("randint, randint4x and rand are bit-identical to Philox-4x32-10", "[l
     }
   }
   compilesForGpu(kRandom, "gen");
+}
+
+namespace {
+const char *kRandom4x = R"(
+@kernel
+def gen4(Off: *i32, F4: *f32, N4: *f32, seed: i64, BLOCK: constexpr = 128):
+    r = arange(0, BLOCK)
+    offs = load(Off + r)
+    u0, u1, u2, u3 = rand4x(seed, offs)
+    n0, n1, n2, n3 = randn4x(seed, offs)
+    store(F4 + r, u0)
+    store(F4 + BLOCK + r, u1)
+    store(F4 + 2 * BLOCK + r, u2)
+    store(F4 + 3 * BLOCK + r, u3)
+    store(N4 + r, n0)
+    store(N4 + BLOCK + r, n1)
+    store(N4 + 2 * BLOCK + r, n2)
+    store(N4 + 3 * BLOCK + r, n3)
+)";
+} // namespace
+
+TEST_CASE("rand4x and randn4x: four uniforms, two Box-Muller pairs from one Philox call",
+          "[language][interp][random]") {
+  Seeded rng;
+  INFO("seed " << rng.seed);
+  Context ctx(createInterpreterBackend());
+  Kernel k = compileString(ctx, kRandom4x, "rng4.tile", "gen4");
+  const int B = 128;
+  for (int trial = 0; trial < 6; ++trial) {
+    int64_t seed = int64_t((uint64_t(rng.rng()) << 32) | rng.rng());
+    std::vector<int32_t> offs(B);
+    for (size_t i = 0; i < size_t(B); ++i) {
+      uint32_t u = rng.rng();
+      std::memcpy(&offs[i], &u, 4);
+    }
+    auto od = ctx.upload(offs);
+    auto f4 = ctx.alloc<float>(4 * B), n4 = ctx.alloc<float>(4 * B);
+    k.launch(ctx.stream(), Grid{1}, od.ptr(), f4.ptr(), n4.ptr(), seed);
+    auto hf = f4.toHost(), hn = n4.toHost();
+    uint32_t k0 = uint32_t(uint64_t(seed)), k1 = uint32_t(uint64_t(seed) >> 32);
+    for (size_t i = 0; i < size_t(B); ++i) {
+      auto want = philox4x32(uint32_t(offs[i]), k0, k1);
+      INFO("seed " << seed << " offset " << uint32_t(offs[i]));
+      float u[4];
+      for (size_t j = 0; j < 4; ++j) {
+        u[j] = uniform32(want[j]);
+        CHECK(bitsOf(hf[j * B + i]) == bitsOf(u[j]));
+      }
+      // Triton's pair_uniform_to_normal on (u0, u1) and (u2, u3): r cos th, r sin th.
+      for (size_t p = 0; p < 2; ++p) {
+        float a = std::max(1.0e-7f, u[2 * p]), th = 6.283185307179586f * u[2 * p + 1];
+        float r = std::sqrt(-2.0f * std::log(a));
+        float want2[2] = {r * std::cos(th), r * std::sin(th)};
+        for (size_t q = 0; q < 2; ++q) {
+          float got = hn[(2 * p + q) * B + i];
+          CHECK(std::fabs(got - want2[q]) <= 1e-5f * std::max(1.0f, std::fabs(want2[q])));
+        }
+      }
+    }
+  }
+  compilesForGpu(kRandom4x, "gen4");
 }
 
 TEST_CASE("the first outputs of known counters and keys", "[language][random]") {

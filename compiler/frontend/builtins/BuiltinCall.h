@@ -126,7 +126,7 @@ public:
   SemValue onFdiv(); // fdiv, div_rn
   SemValue onUmulhi();
   // Random.cpp
-  SemValue onRandom(); // rand, randn, randint, randint4x
+  SemValue onRandom(); // rand, randn, randint, randint4x, rand4x, randn4x
   // Misc.cpp
   SemValue onHint(); // multiple_of, max_contiguous
   SemValue onCast(); // cast, bitcast

@@ -1,4 +1,4 @@
-// rand, randn, randint, randint4x: counter-based random numbers, Philox-4x32
+// rand, randn, randint, randint4x, rand4x, randn4x: counter-based random numbers, Philox-4x32
 // (or 4x64 for 64-bit offsets) with 10 rounds, laid out as Triton's are, so
 // that the same seed and offsets give the same bits. The generator is emitted
 // inline as integer IR (umulhi, multiplies, xors); the interpreter and the GPU
@@ -132,23 +132,56 @@ SemValue BuiltinCall::onRandom() {
     double scale = wide ? 1.0842020432385337e-19 : 4.6566127342e-10;
     return binary(BinOp::Mul, nonneg, SemValue::ofFloat(scale), L);
   };
+  if (name == "rand4x") {
+    std::vector<SemValue> us;
+    for (const SemValue &ci : c) {
+      us.push_back(uniform(ci));
+      if (!us.back().ok())
+        return SemValue::invalid();
+    }
+    return SemValue::ofTuple(us);
+  }
   SemValue u1 = uniform(c[0]);
   if (name == "rand" || !u1.ok())
     return u1;
-  // randn: Box-Muller on the first two outputs; the cosine branch.
+  // randn: Box-Muller on a pair of uniforms, Triton's pair_uniform_to_normal:
+  // r = sqrt(-2 log(max(u1, 1e-7))), th = 2 pi u2, (r cos th, r sin th);
+  // randn keeps the cosine of the first pair, randn4x both values of both.
+  auto normalPair = [&](const SemValue &a, const SemValue &bq, bool both) -> std::vector<SemValue> {
+    TileType ft = a.type;
+    Value floor = g.constant(DType{ScalarType::f32, 0}, shape, 1.0e-7, 0, L).value;
+    Value ac = arith::MaxNumFOp::create(b_, ml, floor, a.value);
+    SemValue th = binary(BinOp::Mul, SemValue::ofFloat(6.283185307179586), bq, L);
+    SemValue lg = binary(BinOp::Mul, SemValue::ofFloat(-2.0),
+                         SemValue::ofRuntime(math::LogOp::create(b_, ml, ac), ft), L);
+    if (!th.ok() || !lg.ok())
+      return {};
+    SemValue r = SemValue::ofRuntime(math::SqrtOp::create(b_, ml, lg.value), ft);
+    std::vector<SemValue> out{
+        binary(BinOp::Mul, r, SemValue::ofRuntime(math::CosOp::create(b_, ml, th.value), ft), L)};
+    if (both)
+      out.push_back(binary(BinOp::Mul, r, SemValue::ofRuntime(math::SinOp::create(b_, ml, th.value), ft), L));
+    for (const SemValue &v : out)
+      if (!v.ok())
+        return {};
+    return out;
+  };
   SemValue u2 = uniform(c[1]);
   if (!u2.ok())
     return u2;
-  TileType ft = u1.type;
-  Value floor = g.constant(DType{ScalarType::f32, 0}, shape, 1.0e-7, 0, L).value;
-  Value u1c = arith::MaxNumFOp::create(b_, ml, floor, u1.value);
-  SemValue th = binary(BinOp::Mul, SemValue::ofFloat(6.283185307179586), u2, L);
-  SemValue lg = binary(BinOp::Mul, SemValue::ofFloat(-2.0),
-                       SemValue::ofRuntime(math::LogOp::create(b_, ml, u1c), ft), L);
-  if (!th.ok() || !lg.ok())
+  bool four = name == "randn4x";
+  std::vector<SemValue> n = normalPair(u1, u2, four);
+  if (n.empty())
     return SemValue::invalid();
-  SemValue r = SemValue::ofRuntime(math::SqrtOp::create(b_, ml, lg.value), ft);
-  return binary(BinOp::Mul, r, SemValue::ofRuntime(math::CosOp::create(b_, ml, th.value), ft), L);
+  if (!four)
+    return n[0];
+  SemValue u3 = uniform(c[2]), u4 = uniform(c[3]);
+  if (!u3.ok() || !u4.ok())
+    return SemValue::invalid();
+  std::vector<SemValue> m = normalPair(u3, u4, true);
+  if (m.empty())
+    return SemValue::invalid();
+  return SemValue::ofTuple({n[0], n[1], m[0], m[1]});
 }
 
 } // namespace tessera::fe::builtins
