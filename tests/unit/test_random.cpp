@@ -15,6 +15,8 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 using namespace tessera;
 using tessera::testing::Seeded;
@@ -68,11 +70,24 @@ float uniform64(uint64_t u) {
   return float(x) * 1.0842020432385337e-19f;
 }
 
-float boxMuller(float u1, float u2) {
+// Triton's pair_uniform_to_normal: (r cos th, r sin th).
+std::pair<float, float> normalPair(float u1, float u2) {
   u1 = std::max(1.0e-7f, u1);
   float th = 6.283185307179586f * u2;
   float r = std::sqrt(-2.0f * std::log(u1));
-  return r * std::cos(th);
+  return {r * std::cos(th), r * std::sin(th)};
+}
+
+float boxMuller(float u1, float u2) { return normalPair(u1, u2).first; }
+
+// Offsets: fresh random 32-bit patterns, as i32.
+std::vector<int32_t> randomOffsets(Seeded &rng, int n) {
+  std::vector<int32_t> offs(n);
+  for (int32_t &o : offs) {
+    uint32_t u = rng.rng();
+    std::memcpy(&o, &u, 4);
+  }
+  return offs;
 }
 
 uint32_t bitsOf(float f) {
@@ -179,11 +194,7 @@ TEST_CASE("rand4x and randn4x: four uniforms, two Box-Muller pairs from one Phil
   const int B = 128;
   for (int trial = 0; trial < 6; ++trial) {
     int64_t seed = int64_t((uint64_t(rng.rng()) << 32) | rng.rng());
-    std::vector<int32_t> offs(B);
-    for (size_t i = 0; i < size_t(B); ++i) {
-      uint32_t u = rng.rng();
-      std::memcpy(&offs[i], &u, 4);
-    }
+    std::vector<int32_t> offs = randomOffsets(rng, B);
     auto od = ctx.upload(offs);
     auto f4 = ctx.alloc<float>(4 * B), n4 = ctx.alloc<float>(4 * B);
     k.launch(ctx.stream(), Grid{1}, od.ptr(), f4.ptr(), n4.ptr(), seed);
@@ -197,11 +208,10 @@ TEST_CASE("rand4x and randn4x: four uniforms, two Box-Muller pairs from one Phil
         u[j] = uniform32(want[j]);
         CHECK(bitsOf(hf[j * B + i]) == bitsOf(u[j]));
       }
-      // Triton's pair_uniform_to_normal on (u0, u1) and (u2, u3): r cos th, r sin th.
+      // The normal pairs of (u0, u1) and (u2, u3).
       for (size_t p = 0; p < 2; ++p) {
-        float a = std::max(1.0e-7f, u[2 * p]), th = 6.283185307179586f * u[2 * p + 1];
-        float r = std::sqrt(-2.0f * std::log(a));
-        float want2[2] = {r * std::cos(th), r * std::sin(th)};
+        auto [c, sn] = normalPair(u[2 * p], u[2 * p + 1]);
+        float want2[2] = {c, sn};
         for (size_t q = 0; q < 2; ++q) {
           float got = hn[(2 * p + q) * B + i];
           CHECK(std::fabs(got - want2[q]) <= 1e-5f * std::max(1.0f, std::fabs(want2[q])));
