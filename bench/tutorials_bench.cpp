@@ -153,8 +153,15 @@ int main(int argc, char **argv) {
       drop.launch(ctx.stream(), Grid{unsigned(dn / 1024)}, d_in, d_out, dn, 0.5f, int32_t(123));
     };
     auto runCopy = [&] { d_out.memory().copyFrom(d_in.memory(), d_in.bytes(), 0, 0, ctx.stream()); };
-    std::printf(", \"dropout_ms\": %.6f, \"copy_ms\": %.6f", bench::medianMs(ctx, runDrop, 20, 7),
-                bench::medianMs(ctx, runCopy, 20, 7));
+    // Beside it, the library's dropout with one Philox call per four elements.
+    Kernel drop4 = compile(ctx, std::string(TESSERA_SOURCE_DIR) + "/kernels_dsl/basics/dropout.tile", "dropout",
+                           {{"RAND4X", true}});
+    auto runDrop4 = [&] {
+      drop4.launch(ctx.stream(), Grid{unsigned(dn / 1024)}, d_in, d_out, dn, 0.5f, int32_t(123));
+    };
+    std::printf(", \"dropout_ms\": %.6f, \"copy_ms\": %.6f, \"dropout_rand4x_ms\": %.6f",
+                bench::medianMs(ctx, runDrop, 20, 7), bench::medianMs(ctx, runCopy, 20, 7),
+                bench::medianMs(ctx, runDrop4, 20, 7));
   }
   // The matmul tutorials, f16 at 4096^3 and 8192^3, each tuned over its
   // @autotune configs (Triton's list) by the autotuner, as the tutorials tune

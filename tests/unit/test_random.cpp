@@ -327,9 +327,12 @@ TEST_CASE("low-memory dropout (kernels_dsl/basics/dropout.tile) matches its refe
           "[language][interp][random]") {
   Seeded rng;
   INFO("seed " << rng.seed);
+  // RAND4X: element i takes output i % 4 of Philox on counter i / 4.
+  const bool four = GENERATE(false, true);
+  INFO("RAND4X " << four);
   Context ctx(createInterpreterBackend());
   Kernel k = compile(ctx, std::string(TESSERA_SOURCE_DIR) + "/kernels_dsl/basics/dropout.tile",
-                     "dropout", {{"BLOCK", int64_t(256)}});
+                     "dropout", {{"BLOCK", int64_t(256)}, {"RAND4X", four}});
   const int n = 1000; // not a multiple of BLOCK: the tail is masked
   std::vector<float> x = rng.uniform(size_t(n));
   auto xd = ctx.upload(x);
@@ -342,7 +345,8 @@ TEST_CASE("low-memory dropout (kernels_dsl/basics/dropout.tile) matches its refe
     uint64_t s64 = uint64_t(int64_t(seed));
     int kept = 0;
     for (int i = 0; i < n; ++i) {
-      float r = uniform32(philox4x32(uint32_t(i), uint32_t(s64), uint32_t(s64 >> 32))[0]);
+      float r = four ? uniform32(philox4x32(uint32_t(i / 4), uint32_t(s64), uint32_t(s64 >> 32))[size_t(i % 4)])
+                     : uniform32(philox4x32(uint32_t(i), uint32_t(s64), uint32_t(s64 >> 32))[0]);
       float want = r > p ? x[size_t(i)] / (1.0f - p) : 0.0f;
       INFO("p " << p << " seed " << seed << " i " << i);
       CHECK(bitsOf(h[size_t(i)]) == bitsOf(want));
