@@ -149,19 +149,17 @@ int main(int argc, char **argv) {
     auto d_out = ctx.alloc<float>(size_t(dn));
     Kernel drop = compile(ctx, std::string(TESSERA_SOURCE_DIR) + "/examples/tutorials/04_low_memory_dropout.tile",
                           "seeded_dropout");
-    auto runDrop = [&] {
-      drop.launch(ctx.stream(), Grid{unsigned(dn / 1024)}, d_in, d_out, dn, 0.5f, int32_t(123));
-    };
-    auto runCopy = [&] { d_out.memory().copyFrom(d_in.memory(), d_in.bytes(), 0, 0, ctx.stream()); };
     // Beside it, the library's dropout with one Philox call per four elements.
     Kernel drop4 = compile(ctx, std::string(TESSERA_SOURCE_DIR) + "/kernels_dsl/basics/dropout.tile", "dropout",
                            {{"RAND4X", true}});
-    auto runDrop4 = [&] {
-      drop4.launch(ctx.stream(), Grid{unsigned(dn / 1024)}, d_in, d_out, dn, 0.5f, int32_t(123));
+    auto timeDropout = [&](Kernel &k) {
+      return bench::medianMs(
+          ctx, [&] { k.launch(ctx.stream(), Grid{unsigned(dn / 1024)}, d_in, d_out, dn, 0.5f, int32_t(123)); },
+          20, 7);
     };
-    std::printf(", \"dropout_ms\": %.6f, \"copy_ms\": %.6f, \"dropout_rand4x_ms\": %.6f",
-                bench::medianMs(ctx, runDrop, 20, 7), bench::medianMs(ctx, runCopy, 20, 7),
-                bench::medianMs(ctx, runDrop4, 20, 7));
+    auto runCopy = [&] { d_out.memory().copyFrom(d_in.memory(), d_in.bytes(), 0, 0, ctx.stream()); };
+    std::printf(", \"dropout_ms\": %.6f, \"copy_ms\": %.6f, \"dropout_rand4x_ms\": %.6f", timeDropout(drop),
+                bench::medianMs(ctx, runCopy, 20, 7), timeDropout(drop4));
   }
   // The matmul tutorials, f16 at 4096^3 and 8192^3, each tuned over its
   // @autotune configs (Triton's list) by the autotuner, as the tutorials tune

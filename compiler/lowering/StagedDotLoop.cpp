@@ -705,9 +705,13 @@ bool StagedDotLoopEmitter::emit() {
   SmallVector<std::optional<Layout>> layouts = kl_.carriedLayouts(op_);
   auto layoutPtr = [&](size_t k) -> const Layout * { return layouts[k] ? &*layouts[k] : nullptr; };
   SmallVector<Value> inits;
+  size_t accPos = 0; // overlapped: where the accumulator's registers start in `inits`
   for (auto [k, v] : llvm::enumerate(op_.getInitArgs()))
-    if (!isAdvancing(k)) // bound per iteration, not carried
+    if (!isAdvancing(k)) { // bound per iteration, not carried
+      if (ov && k == ov->accArg)
+        accPos = inits.size();
       kl_.flatten(v, inits, loc, layoutPtr(k));
+    }
   int64_t nP = 0;
   Layout secondLay;
   if (ov) {
@@ -720,11 +724,9 @@ bool StagedDotLoopEmitter::emit() {
   // Overlapped: the second product of iteration j - 1 (its accumulator and
   // P in `carried`), issued on V's slot of j - 1; `carried` passes through
   // when j is 0 (an empty commit group keeps the count of groups).
-  auto secondProduct = [&](Value j, ValueRange carried, size_t accPos, bool wait) {
-    ValueRange accRange = carried.slice(accPos, secondLay.slots());
-    SmallVector<Value> acc(accRange.begin(), accRange.end());
-    ValueRange pRange = carried.take_back(nP);
-    SmallVector<Value> p(pRange.begin(), pRange.end());
+  auto secondProduct = [&](Value j, ValueRange carried, bool wait) {
+    SmallVector<Value> acc = llvm::to_vector(carried.slice(accPos, secondLay.slots()));
+    SmallVector<Value> p = llvm::to_vector(carried.take_back(nP));
     Value has = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::sgt, j, c32(0));
     auto ifOp = scf::IfOp::create(b_, loc, SmallVector<Type>(acc.size(), b_.getF32Type()), has, true, true);
     OpBuilder::InsertionGuard g(b_);
@@ -753,14 +755,11 @@ bool StagedDotLoopEmitter::emit() {
     asmCall({}, {}, "cp.async.commit_group;", "~{memory}");
     kl_.pushScope();
     kl_.bindScalar(op_.getInductionVar(), kl_.inductionAt(trips, it, loc));
-    size_t pos = 0, accPos = 0;
+    size_t pos = 0;
     ValueRange args = loop.getRegionIterArgs();
     for (auto [k, a] : llvm::enumerate(op_.getRegionIterArgs()))
-      if (!isAdvancing(k)) {
-        if (ov && k == ov->accArg)
-          accPos = pos;
+      if (!isAdvancing(k))
         kl_.bindFlat(a, args, pos, layoutPtr(k));
-      }
     bindAdvances(op_.getRegionIterArgs(), it);
     // Overlapped: the accumulator in flight (the second product of it - 1)
     // until something reads it; the values carried to the next iteration.
@@ -785,7 +784,7 @@ bool StagedDotLoopEmitter::emit() {
         Layout sLay = wgmmaAccLayout(first.M, first.N, opts_.numWarps);
         SmallVector<Value> s = issueDot(0, it, kl_.materializeIn(first.dot.getAcc(), sLay, loc), {},
                                         isZeroSplat(first.dot.getAcc()));
-        inFlight = secondProduct(it, args, accPos, /*wait=*/false);
+        inFlight = secondProduct(it, args, /*wait=*/false);
         bindProduct(0, waitGroup(s, 1));
       } else if (dot && ov && dot == m_.dots[1].dot) {
         if (inFlight)
@@ -819,17 +818,9 @@ bool StagedDotLoopEmitter::emit() {
   }
   size_t pos = 0;
   ValueRange results = loop.getResults();
-  SmallVector<Value> lastAcc;
-  if (ov) {
-    // The last iteration's second product.
-    for (auto [k, r] : llvm::enumerate(op_.getResults()))
-      if (!isAdvancing(k)) {
-        if (k == ov->accArg)
-          lastAcc = secondProduct(trips.n, results, pos, /*wait=*/true);
-        pos += layouts[k] ? layouts[k]->slots() : kl_.flatTypes(r.getType()).size();
-      }
-    pos = 0;
-  }
+  SmallVector<Value> lastAcc; // overlapped: the last iteration's second product
+  if (ov)
+    lastAcc = secondProduct(trips.n, results, /*wait=*/true);
   asmCall({}, {}, "cp.async.wait_group 0;", "~{memory}");
   smem_.releaseTemp(off, bytes());
   for (auto [k, r] : llvm::enumerate(op_.getResults())) {
