@@ -339,15 +339,21 @@ struct StoreInAnyLayout : OpRewritePattern<tile::StoreOp> {
   }
 };
 
-/// An atomic whose old values nobody reads takes its value in a register
-/// layout as a store does: each thread updates the elements it holds (an
-/// accumulator's adjacent pairs as one red.v2), with no round trip through
-/// shared memory (FlashAttention backward's dQ^T partial sums in a loop).
+/// An atomic in a loop whose old values nobody reads takes its value in a
+/// register layout as a store does: each thread updates the elements it holds
+/// (an accumulator's adjacent pairs as one red.v2), with no round trip through
+/// shared memory each iteration (FlashAttention backward's dQ^T partial sums).
+/// Outside loops (an epilogue's scatter-add) the conversion stays: one round
+/// trip, after which each warp adds whole rows (16-byte reds along a row)
+/// rather than 8 rows of 8 bytes per instruction, or, in the transposed
+/// accumulator of a tf32 C^T product, single elements. ROAST's dM at 512 x
+/// 8192 x 8192 on an H200: 0.39 ms converted, 0.59 in the mma layout.
 struct AtomicInAnyLayout : OpRewritePattern<tile::AtomicRMWOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(tile::AtomicRMWOp op, PatternRewriter &rewriter) const override {
     auto cv = op.getValue().getDefiningOp<ConvertLayoutOp>();
-    if (!op.getResult().use_empty() || !cv || !tgpu::mmaEncodingOf(cv.getSrc().getType()))
+    if (!op.getResult().use_empty() || !cv || !tgpu::mmaEncodingOf(cv.getSrc().getType()) ||
+        !op->getParentOfType<scf::ForOp>())
       return failure();
     rewriter.modifyOpInPlace(op, [&] {
       op.getValueMutable().assign(cv.getSrc());
