@@ -14,9 +14,10 @@
 // Before timing, Y and dX are checked against fp64 at sampled entries, from
 // the layer's index map (docs/kernels/roast.md). dM is not checked here (an
 // entry sums over many tiles; tests/unit/test_roast_mm.cpp checks it).
-// "peak_bytes" is the device memory of the step: the memory array and its
-// gradient, X, Y, dY, dX, and what the layer owns (hash parameters, the wave
-// schedule); the layer allocates nothing else and its kernels use no scratch.
+// "peak_bytes" is the device memory of the step (forward, then backward with
+// the atomic dM): the memory array and its gradient, X, Y, dY, dX, and what
+// the layer owns (its hash parameters; X^T lives in dX's buffer during the
+// backward); the layer allocates nothing else and its kernels use no scratch.
 #include "BenchTiming.h"
 #include "support/Reference.h"
 #include "tessera/roast/Roast.h"
@@ -115,15 +116,18 @@ bool benchOne(Context &ctx, const Shape &sh, int64_t memSize, Mapping mapping, b
       fc.backward(st, X, dY, dX, B);
     }, 10, 5);
     row["dx_dm_ms"] = bench::medianMs(ctx, [&] { fc.backward(st, X, dY, dX, B); }, 10, 5);
+    // The step's memory: what the layer owns after forward and backward (not
+    // backwardMemory's X^T scratch or the deterministic schedule, used below).
+    row["peak_bytes"] = mem.values().bytes() + mem.grad().bytes() + X.bytes() + Y.bytes() +
+                        dY.bytes() + dX.bytes() + fc.deviceBytes();
     row["dm_ms"] = bench::medianMs(ctx, [&] { fc.backwardMemory(st, X, dY, B); }, 10, 5);
     fc.backwardMemory(st, X, dY, B, true); // tunes the wave kernel
     row["dm_deterministic_ms"] =
         bench::medianMs(ctx, [&] { fc.backwardMemory(st, X, dY, B, true); }, 5, 5);
     row["waves"] = fc.waves().waves();
   }
-  size_t activations = X.bytes() + Y.bytes() + (train ? dY.bytes() + dX.bytes() : 0);
-  row["peak_bytes"] = mem.values().bytes() + (train ? mem.grad().bytes() : 0) + activations +
-                      fc.deviceBytes();
+  if (!train)
+    row["peak_bytes"] = mem.values().bytes() + X.bytes() + Y.bytes() + fc.deviceBytes();
   row["configs"] = fc.chosenConfigs();
   if (!ok) {
     std::cerr << "roast_bench: " << row.dump() << ": relative error exceeds 3e-3\n";

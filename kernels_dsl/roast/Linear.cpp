@@ -68,8 +68,11 @@ struct Linear::State {
       throw Error(where + ": batch * max(in, out) = " + std::to_string(batch * std::max(in, out)) +
                   " must stay below 2^31 (the kernels index with i32)");
   }
+  // dM += lambda * X^T dY at the hashed places. X^T goes to `scratch` when
+  // given (backward() passes dX, which its own kernel overwrites afterwards),
+  // else to the layer's xT buffer.
   void memoryGrad(const Stream &stream, const DeviceBuffer<float> &X, const DeviceBuffer<float> &dY,
-                  int64_t batch, bool deterministic);
+                  int64_t batch, bool deterministic, DeviceBuffer<float> *scratch = nullptr);
   void buildWaves();
 };
 
@@ -136,12 +139,16 @@ void Linear::backward(const Stream &stream, const DeviceBuffer<float> &X,
   s.checkBatch("backward", batch);
   detail::checkBuffer("roast::Linear::backward", "dX", dX.size(), batch * s.in);
   detail::checkBuffer("roast::Linear::backward", "dY", dY.size(), batch * s.out);
+  detail::checkBuffer("roast::Linear::backward", "X", X.size(), batch * s.in);
+  // dM first, with X^T in dX's buffer (batch x in floats, exactly X^T's size):
+  // the layer then owns no activation-sized scratch. The dX kernel, next on
+  // the same stream, overwrites it.
+  s.memoryGrad(stream, X, dY, batch, deterministic, &dX);
   TunedKernel &k = s.kernel(s.dx, "roast/roast_mm_dx.tile", "roast_mm_dx", false, false);
   const int64_t B = batch, K = s.in;
   k.launch(stream, [=](const Config &c) { return Grid::of(cdiv(B, c.get("BM")) * cdiv(K, c.get("BK"))); },
            dY, s.mem->values(), dX, s.R, i32(B), i32(K), i32(s.out), i32(s.mem->size()), s.lambda,
            i32(s.out), int32_t(1), i32(K), int32_t(1));
-  backwardMemory(stream, X, dY, batch, deterministic);
 }
 
 void Linear::backwardMemory(const Stream &stream, const DeviceBuffer<float> &X,
@@ -154,11 +161,13 @@ void Linear::backwardMemory(const Stream &stream, const DeviceBuffer<float> &X,
 }
 
 void Linear::State::memoryGrad(const Stream &stream, const DeviceBuffer<float> &X,
-                               const DeviceBuffer<float> &dY, int64_t batch, bool deterministic) {
+                               const DeviceBuffer<float> &dY, int64_t batch, bool deterministic,
+                               DeviceBuffer<float> *scratch) {
   const int64_t B = batch, K = in, N = out;
   // X^T (K x B): the dM kernels' A operand, K-major for the tensor cores.
-  if (int64_t(xT.size()) < B * K)
+  if (!scratch && int64_t(xT.size()) < B * K)
     xT = mem->context().alloc<float>(size_t(B * K));
+  DeviceBuffer<float> &xT = scratch ? *scratch : this->xT;
   if (!transpose)
     transpose = detail::layerKernel(mem->context(), "roast/roast_transpose.tile",
                                     "roast_transpose", {}, {}, [](const Config &) { return true; },

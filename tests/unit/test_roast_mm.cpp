@@ -131,6 +131,8 @@ TEST_CASE("roast Linear: forward, dX and dM match fp64 on ragged shapes", "[roas
       M.grad().zero();
       fc.backward(t.ctx->stream(), X, dY, dX, B, /*deterministic=*/false);
       t.ctx->synchronize();
+      // X^T for dM lived in dX's buffer: the layer owns only its hash parameters.
+      CHECK(fc.deviceBytes() == 8 * sizeof(int32_t));
       double eY = relErrL2(Y.toHost(), ref.forward(x, mem, B));
       double eX = relErrL2(dX.toHost(), ref.inputGrad(dy, mem, B));
       std::vector<double> dm(size_t(H), 0.0);

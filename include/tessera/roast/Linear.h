@@ -4,10 +4,10 @@
 // hashed offset (docs/kernels/roast.md):
 //   W[kb*HK + i, nb*HN + j] = lambda * M[loc(kb, nb) + i*HN + j]
 // The layer's device memory is the memory array (shared), 32 bytes of hash
-// parameters, for the backward one activation-sized scratch buffer (X^T,
-// batch x in floats, which the dM kernels read K-major) and, for the
-// deterministic backward, its wave schedule (one i32 per hash tile);
-// activations belong to the caller.
+// parameters and, for the deterministic backward, its wave schedule (one i32
+// per hash tile); activations belong to the caller. The dM kernels read X^T
+// (batch x in floats, K-major): backward() builds it in dX's buffer before
+// computing dX, so only backwardMemory() allocates it as a scratch buffer.
 //
 //   MemoryArray mem(ctx, 1 << 20);
 //   Linear fc(mem, 784, 256, TileHash::fromSeed(1));          // lambda = C / sqrt(784)
@@ -69,7 +69,8 @@ public:
   /// the shared dM (memory().grad()):
   ///   dM[loc(kb, nb) + i*HN + j] += lambda * (X^T dY)[kb*HK + i, nb*HN + j]
   /// `deterministic`: the wave schedule (TileWaves.h) instead of atomics;
-  /// bit-identical run to run for a given config of its kernel.
+  /// bit-identical run to run for a given config of its kernel. dX's buffer
+  /// holds X^T while dM is computed, so dX must not overlap X or dY.
   void backward(const Stream &stream, const DeviceBuffer<float> &X, const DeviceBuffer<float> &dY,
                 DeviceBuffer<float> &dX, int64_t batch, bool deterministic = false);
   /// The memory gradient alone (a first layer needs no dX).
@@ -89,9 +90,9 @@ public:
   const TileWaves &waves() const;
   /// Kernel name -> the config its last launch used ("BK=32,BM=128,...").
   std::map<std::string, std::string> chosenConfigs() const;
-  /// Device bytes this layer owns (hash parameters, the X^T scratch and the
-  /// wave schedule once used); the shared memory array and the caller's
-  /// activations are not included.
+  /// Device bytes this layer owns (hash parameters, and once used the wave
+  /// schedule and backwardMemory()'s X^T scratch); the shared memory array
+  /// and the caller's activations are not included.
   size_t deviceBytes() const;
 
 private:
