@@ -42,7 +42,7 @@ int64_t tileOffset(const TileHash &h, Mapping m, HashTile tile, int64_t memSize,
   int64_t hi = (kb * R[3] + nb * R[2] + R[1]) % kTileP;
   int64_t lo = (kb * R[7] + nb * R[5] + R[4]) % kTileP;
   int64_t loc = (hi * kTileP + lo) % (memSize - tile.elements());
-  return m == Mapping::Aligned ? loc - loc % 4 : loc;
+  return m == Mapping::Aligned ? loc - loc % kAlignedOffsetMultiple : loc;
 }
 
 LookupHash LookupHash::fromValues(const std::array<int32_t, 6> &RL) {

@@ -29,7 +29,7 @@ struct MmLayer {
     const int64_t P = 45007;
     int64_t l = ((((kb * R[3] + nb * R[2] + R[1]) % P) * P) + ((kb * R[7] + nb * R[5] + R[4]) % P)) %
                 (H - HK * HN);
-    return aligned ? l / 4 * 4 : l;
+    return aligned ? l / 32 * 32 : l; // the aligned format: multiples of 32 elements
   }
   /// IDX: K x N positions in M.
   std::vector<int64_t> indexMap() const {

@@ -13,6 +13,9 @@ namespace tessera::roast {
 
 /// RzLinear's modulus for the ROAST-MM tile hash.
 constexpr int64_t kTileP = 45007;
+/// Mapping::Aligned's tile offsets are multiples of this many elements
+/// (kernels_dsl/lib/hash.tile's ROAST_ALIGN).
+constexpr int64_t kAlignedOffsetMultiple = 32;
 /// The paper's modulus for the lookup hash (embeddings).
 constexpr int64_t kLookupP = 2038074743;
 
@@ -20,7 +23,7 @@ constexpr int64_t kLookupP = 2038074743;
 /// array trained with one cannot be read with the other.
 enum class Mapping {
   RzLinear, ///< the paper's published kernel: loc as computed
-  Aligned,  ///< Tessera's: loc rounded down to a multiple of 4 elements (16 bytes)
+  Aligned,  ///< Tessera's: loc rounded down to a multiple of 32 elements (a 128-byte line in f32)
 };
 const char *mappingName(Mapping m);
 
@@ -51,7 +54,7 @@ struct TileHash {
 /// The start in M of hash tile (kb, nb) of a layer whose memory array has
 /// `memSize` elements (> tile.elements()):
 ///   loc = ((((kb*r3 + nb*r2 + r1) mod P)*P) + ((kb*r7 + nb*r5 + r4) mod P)) mod (H - HK*HN)
-/// rounded down to a multiple of 4 for Mapping::Aligned.
+/// rounded down to a multiple of kAlignedOffsetMultiple for Mapping::Aligned.
 int64_t tileOffset(const TileHash &h, Mapping m, HashTile tile, int64_t memSize, int64_t kb,
                    int64_t nb);
 
