@@ -56,10 +56,6 @@ bool StageCopier::issueCopy(tile::LoadOp ld, Value dst, const Placement &place, 
   };
   SmallVector<Value> fast, dsts, ptrs;
   SmallVector<SmallVector<Value>> masks;
-  const int64_t G = aligned && maskWhole ? 1 : wordGroupLanes(ld, cl, transposed);
-  Value lane = G > 1 ? Value(arith::AndIOp::create(b_, loc_, producerTid ? producerTid : kl_.tid(),
-                                                   c32(31)))
-                     : Value();
   // Chunk k of the producer's is flat index producerTid * vec + k * producers * vec.
   Value pbase = producerTid ? Value(arith::MulIOp::create(b_, loc_, producerTid, c32(vecElems_))) : Value();
   for (int64_t k = 0; k < cl.chunks; ++k) {
@@ -94,10 +90,6 @@ bool StageCopier::issueCopy(tile::LoadOp ld, Value dst, const Placement &place, 
       Value wide = kl_.vectorGuard(mk, p0, 16, aligned, loc_);
       if (!wide)
         wide = arith::ConstantOp::create(b_, loc_, b_.getBoolAttr(true));
-      if (G > 1) {
-        copyWordsCoalesced(ld, dst, place, p0, c, wide, lane, G, transposed);
-        continue;
-      }
       SmallVector<Value> operands{dsts.back(), p0, arith::ExtUIOp::create(b_, loc_, i32, wide)};
       operands.append(sizes.begin(), sizes.end());
       asmCall({}, operands,
@@ -159,63 +151,6 @@ bool StageCopier::issueCopy(tile::LoadOp ld, Value dst, const Placement &place, 
     }
   }
   return true;
-}
-
-int64_t StageCopier::wordGroupLanes(tile::LoadOp ld, const Layout &cl, bool transposed) {
-  if (eb_ != 4)
-    return 1;
-  AxisInfo pa = kl_.axis().get(ld.getPtr());
-  size_t axis = transposed ? 0 : pa.rank() - 1;
-  // Runs of contiguous elements start at multiples of their length, and
-  // consecutive lanes hold consecutive chunks of a stage row (chunk k of a
-  // thread is flat index (thread + k * threads) * vec, row-major), so a group
-  // of G lanes, G dividing both the run and the row, covers one run.
-  int64_t g = std::min<int64_t>({32, pa.contiguity[axis] / vecElems_, cl.shape[1] / vecElems_});
-  int64_t G = 1;
-  while (G * 2 <= g)
-    G *= 2;
-  return G;
-}
-
-void StageCopier::copyWordsCoalesced(tile::LoadOp ld, Value dst, const Placement &place, Value p0,
-                                     ArrayRef<Value> c, Value wide, Value lane, int64_t G,
-                                     bool transposed) {
-  // The group's decision, so that no lane copies 4-byte words of a chunk
-  // whose owner copies it whole.
-  Value first = arith::AndIOp::create(b_, loc_, lane, c32(32 - G));
-  Value members = arith::ShLIOp::create(b_, loc_, c32(G == 32 ? -1 : (int64_t(1) << G) - 1), first);
-  Value all = kl_.sideEffectAsm({i32},
-                                {arith::ExtUIOp::create(b_, loc_, i32, wide), members},
-                                "{\n.reg .pred p, q;\nsetp.ne.b32 q, $1, 0;\n"
-                                "vote.sync.all.pred p, q, $2;\nselp.u32 $0, 1, 0, p;\n}",
-                                "=r,r,r", loc_)
-                  .getResult(0);
-  Value i = arith::SubIOp::create(b_, loc_, lane, first);
-  Value phys = place(c[0], arith::MulIOp::create(b_, loc_, c[1], c32(eb_)));
-  SmallVector<Value> operands{arith::AddIOp::create(b_, loc_, dst, phys), p0, all};
-  std::string text =
-      "{\n.reg .pred p;\nsetp.ne.b32 p, $2, 0;\n@p cp.async.cg.shared.global [$0], [$1], 16;\n";
-  std::string cons = "r,l,r";
-  for (int64_t j = 0; j < vecElems_; ++j) {
-    // Word j*G + i of the run: element c[1] - i*vec + j*G + i of the row.
-    Value delta = arith::SubIOp::create(b_, loc_, c32(j * G),
-                                        arith::MulIOp::create(b_, loc_, i, c32(vecElems_ - 1)));
-    Value col = arith::AddIOp::create(b_, loc_, c[1], delta);
-    Value src = LLVM::GEPOp::create(b_, loc_, p0.getType(), ea_, p0, ArrayRef<LLVM::GEPArg>{delta});
-    Value at = arith::AddIOp::create(b_, loc_, dst, place(c[0], arith::MulIOp::create(b_, loc_, col, c32(eb_))));
-    Value bytes = c32(4);
-    if (ld.getMask()) {
-      SmallVector<Value> tc = transposed ? SmallVector<Value>{col, c[0]} : SmallVector<Value>{c[0], col};
-      bytes = arith::SelectOp::create(b_, loc_, kl_.elem(ld.getMask(), tc, loc_), c32(4), c32(0));
-    }
-    operands.append({at, src, bytes});
-    int64_t o = 3 + 3 * j;
-    text += "@!p cp.async.ca.shared.global [$" + std::to_string(o) + "], [$" + std::to_string(o + 1) +
-            "], 4, $" + std::to_string(o + 2) + ";\n";
-    cons += ",r,l,r";
-  }
-  text += "}";
-  asmCall({}, operands, text, cons + ",~{memory}");
 }
 
 } // namespace tessera::lowering::detail

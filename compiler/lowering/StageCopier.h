@@ -51,18 +51,6 @@ public:
 
 private:
   Value c32(int64_t v) { return kl_.i32c(v, loc_); }
-  /// Lanes per group of the coalesced 4-byte fallback (copyWordsCoalesced):
-  /// consecutive lanes whose chunks are one contiguous run in global memory
-  /// and in one stage row; 1 when there is no such group.
-  int64_t wordGroupLanes(tile::LoadOp ld, const Layout &cl, bool transposed);
-  /// One chunk of a 4-byte-element tile that may be misaligned or partly
-  /// masked, copied by a group of G lanes together: one 16-byte cp.async per
-  /// lane when every chunk of the group is aligned and whole, else four
-  /// 4-byte cp.async per lane in which the group copies consecutive words
-  /// (word j*G + i of the group's run by lane i), so that each instruction
-  /// reads 4*G contiguous bytes instead of G words 16 bytes apart.
-  void copyWordsCoalesced(tile::LoadOp ld, Value dst, const Placement &place, Value p0,
-                          ArrayRef<Value> c, Value wide, Value lane, int64_t G, bool transposed);
   void asmCall(TypeRange results, ValueRange operands, StringRef text, StringRef constraints) {
     kl_.sideEffectAsm(results, operands, text, constraints, loc_);
   }
