@@ -49,6 +49,7 @@ arguments, one per kernel parameter, in order (as for `tessera run`, but every
 count and integer literal may be an integer expression over the shape's names):
   buf:N            a buffer of N random elements   (buf:M*K)
   buf:N=VALUE      a buffer of N elements, each VALUE
+  buf:N=V1,...,VN  a buffer of the N values given, in order
   out:N            a buffer of N elements the kernel writes (compared between
                    configs: a config whose outputs differ is skipped)
   LITERAL | EXPR   a scalar: 1e-5, true, 512, M, 2*K

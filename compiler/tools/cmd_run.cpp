@@ -35,6 +35,7 @@ arguments, one per kernel parameter, in order:
                    with uniform random numbers: [-1, 1) for floats, [0, 100) for
                    integers (0 or 1 for i1)
   buf:N=VALUE      a buffer of N elements, each VALUE
+  buf:N=V1,...,VN  a buffer of the N values given, in order
   out:N            a buffer of N elements filled with NaN (floats) or 0xAA bytes
                    (integers), so that elements the kernel does not write stand out
   LITERAL          a scalar of the parameter's type: 1000, -3, 1e-5, 0.5, true
