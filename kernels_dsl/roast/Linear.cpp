@@ -31,7 +31,7 @@ struct Linear::State {
   TunedKernelOptions tuning;
   DeviceBuffer<int32_t> R;
   std::unique_ptr<TunedKernel> fwd, dx, dm, dmWave, transpose;
-  DeviceBuffer<float> xT; // X^T for the dM kernels (an activation's size, grown on demand)
+  DeviceBuffer<float> ownXT; // X^T for backwardMemory's dM (an activation's size, grown on demand)
   std::optional<TileWaves> waves;
   DeviceBuffer<int32_t> waveTiles;
 
@@ -70,7 +70,7 @@ struct Linear::State {
   }
   // dM += lambda * X^T dY at the hashed places. X^T goes to `scratch` when
   // given (backward() passes dX, which its own kernel overwrites afterwards),
-  // else to the layer's xT buffer.
+  // else to the layer's own buffer (ownXT).
   void memoryGrad(const Stream &stream, const DeviceBuffer<float> &X, const DeviceBuffer<float> &dY,
                   int64_t batch, bool deterministic, DeviceBuffer<float> *scratch = nullptr);
   void buildWaves();
@@ -165,9 +165,9 @@ void Linear::State::memoryGrad(const Stream &stream, const DeviceBuffer<float> &
                                DeviceBuffer<float> *scratch) {
   const int64_t B = batch, K = in, N = out;
   // X^T (K x B): the dM kernels' A operand, K-major for the tensor cores.
-  if (!scratch && int64_t(xT.size()) < B * K)
-    xT = mem->context().alloc<float>(size_t(B * K));
-  DeviceBuffer<float> &xT = scratch ? *scratch : this->xT;
+  if (!scratch && int64_t(ownXT.size()) < B * K)
+    ownXT = mem->context().alloc<float>(size_t(B * K));
+  DeviceBuffer<float> &xT = scratch ? *scratch : ownXT;
   if (!transpose)
     transpose = detail::layerKernel(mem->context(), "roast/roast_transpose.tile",
                                     "roast_transpose", {}, {}, [](const Config &) { return true; },
@@ -248,7 +248,7 @@ std::map<std::string, std::string> Linear::chosenConfigs() const {
 }
 
 size_t Linear::deviceBytes() const {
-  return s_->R.bytes() + s_->waveTiles.bytes() + s_->xT.bytes();
+  return s_->R.bytes() + s_->waveTiles.bytes() + s_->ownXT.bytes();
 }
 
 } // namespace tessera::roast
