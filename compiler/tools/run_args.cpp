@@ -239,33 +239,22 @@ bool makeInputs(const KernelSignature &sig, const std::vector<ArgSpec> &specs, u
     if (s.kind == ArgSpec::Fill) {
       // VALUE fills every element; V1,V2,... gives each one (exactly N values):
       // hash parameters, an index list, a lookup table.
-      std::vector<std::string> items;
-      for (size_t at = 0;;) {
-        size_t comma = s.value.find(',', at);
-        items.push_back(s.value.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
-        if (comma == std::string::npos)
-          break;
-        at = comma + 1;
-      }
+      std::vector<std::string> items = splitTopLevel(s.value);
       if (items.size() > 1 && items.size() != b.count) {
         std::cerr << "tessera: error: " << which << ": '" << s.text << "' gives " << items.size()
                   << " values for " << b.count << (b.count == 1 ? " element" : " elements")
                   << " (give one value to fill them all, or exactly " << b.count << ")\n";
         return false;
       }
-      for (size_t k = 0; k < items.size(); ++k) {
-        ArgValue v;
-        if (!parseScalar(items[k], b.type, v)) {
+      std::vector<ArgValue> values(items.size());
+      for (size_t k = 0; k < items.size(); ++k)
+        if (!parseScalar(items[k], b.type, values[k])) {
           std::cerr << "tessera: error: " << which << ": cannot fill a buffer of "
                     << scalarTypeName(b.type) << " with '" << items[k] << "'\n";
           return false;
         }
-        if (items.size() == 1)
-          for (size_t e = 0; e < b.count; ++e)
-            std::memcpy(d + e * eb, v.storage, eb);
-        else
-          std::memcpy(d + k * eb, v.storage, eb);
-      }
+      for (size_t e = 0; e < b.count; ++e)
+        std::memcpy(d + e * eb, values[values.size() == 1 ? 0 : e].storage, eb);
     } else if (s.kind == ArgSpec::Output) {
       for (size_t k = 0; k < b.count; ++k) {
         unsigned char *e = d + k * eb;
