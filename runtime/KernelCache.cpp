@@ -70,7 +70,8 @@ uint64_t getU64(const char *p) {
 json signatureToJson(const KernelSignature &sig) {
   json params = json::array();
   for (const KernelParam &p : sig.params)
-    params.push_back({{"name", p.name}, {"type", p.type.str()}, {"written", p.written}, {"read", p.read}});
+    params.push_back({{"name", p.name}, {"type", p.type.str()}, {"written", p.written}, {"read", p.read},
+                      {"specialize", p.specialize}});
   json constexprs = json::object();
   for (const auto &[name, value] : sig.constexprs)
     constexprs[name] = constexprToString(value);
@@ -91,6 +92,7 @@ KernelSignature signatureFromJson(const json &j) {
     param.type = *t;
     param.written = p.value("written", false);
     param.read = p.value("read", false);
+    param.specialize = p.value("specialize", true);
     sig.params.push_back(std::move(param));
   }
   const json &cs = j.at("constexprs");

@@ -408,6 +408,32 @@ static std::optional<ConstexprValue> toConstexpr(const SemValue &v) {
   }
 }
 
+// @kernel(do_not_specialize=["name", ...]) (the list's form is checked by
+// ModuleLoader): each name must be an i32 or i64 parameter; the JIT then does
+// not specialize on its value.
+bool IRGen::markUnspecialized(const FunctionDef &fn, KernelSignature &sig) {
+  for (const Decorator &d : fn.decorators) {
+    if (d.name != "kernel" || !d.call)
+      continue;
+    for (const Keyword &kw : d.call->keywords)
+      for (const ExprPtr &e : kw.value->args) {
+        auto it = std::find_if(sig.params.begin(), sig.params.end(),
+                               [&](const KernelParam &p) { return p.name == e->str; });
+        if (it == sig.params.end() || it->type.isPointer() ||
+            (it->type.scalar != ScalarType::i32 && it->type.scalar != ScalarType::i64)) {
+          fail(e->loc, "do_not_specialize: '" + e->str + "' is " +
+                           (it == sig.params.end() ? std::string("not a runtime parameter")
+                                                   : "a " + it->type.str() + " parameter") +
+                           " of kernel '" + fn.name +
+                           "'; only i32 and i64 parameters are specialized");
+          return false;
+        }
+        it->specialize = false;
+      }
+  }
+  return true;
+}
+
 bool IRGen::genKernel(ModuleOp module, const ModuleInfo &mod, const FunctionDef &fn,
                       const std::map<std::string, ConstexprValue> &constexprs,
                       KernelSignature &sig, const std::map<std::string, ArgFact> &argFacts) {
@@ -481,6 +507,8 @@ bool IRGen::genKernel(ModuleOp module, const ModuleInfo &mod, const FunctionDef 
     argTypes.push_back(toMlir(t));
     runtimeParams.push_back(&p);
   }
+  if (!markUnspecialized(fn, sig))
+    return false;
 
   b_.setInsertionPointToEnd(module.getBody());
   auto funcTy = b_.getFunctionType(argTypes, {});

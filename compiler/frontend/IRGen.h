@@ -57,6 +57,7 @@ public:
   /// Bring two operands to a common element type and shape (NumPy rules).
   bool unify(SemValue &a, SemValue &b, Loc l, const char *what, Loc la = {}, Loc lb = {});
   bool checkTileShape(const std::vector<int64_t> &shape, Loc l);
+  bool markUnspecialized(const FunctionDef &fn, KernelSignature &sig);
   std::optional<std::vector<int64_t>> shapeArg(const Arg &a, const char *fn);
   std::optional<int64_t> intArg(const Arg &a, const char *fn, const char *what);
   std::optional<DType> dtypeArg(const Arg &a, const char *fn);

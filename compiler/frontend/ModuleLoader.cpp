@@ -45,8 +45,37 @@ bool ModuleLoader::resolveImport(const std::string &fromPath, const std::string 
   return false;
 }
 
-// @kernel and @func take no arguments; @autotune takes them (AutotuneDecorator.h
-// reads them), at most once, on a @kernel.
+// @kernel(do_not_specialize=[...]): a list of parameter names, each a string.
+// Whether each names an integer parameter is checked where the types are
+// known (IRGen).
+bool ModuleLoader::checkKernelArguments(const Decorator &d) {
+  const Expr &call = *d.call;
+  if (!call.args.empty()) {
+    diags_.error(startLoc(*call.args[0]), "@kernel takes only do_not_specialize=[...]");
+    return false;
+  }
+  for (const Keyword &kw : call.keywords) {
+    if (kw.name != "do_not_specialize") {
+      diags_.error(kw.loc, "@kernel has no argument '" + kw.name +
+                               "'; it takes only do_not_specialize=[...]");
+      return false;
+    }
+    if (kw.value->kind != ExprKind::List) {
+      diags_.error(startLoc(*kw.value),
+                   "do_not_specialize must be a list of parameter names: [\"stride\", ...]");
+      return false;
+    }
+    for (const ExprPtr &e : kw.value->args)
+      if (e->kind != ExprKind::StringLit) {
+        diags_.error(startLoc(*e), "do_not_specialize lists parameter names as strings");
+        return false;
+      }
+  }
+  return true;
+}
+
+// @func takes no arguments; @kernel only do_not_specialize=; @autotune takes
+// them (AutotuneDecorator.h reads them), at most once, on a @kernel.
 bool ModuleLoader::checkDecorators(const FunctionDef &fn) {
   const Decorator *autotune = nullptr;
   bool kernel = false, func = false;
@@ -58,6 +87,11 @@ bool ModuleLoader::checkDecorators(const FunctionDef &fn) {
     }
     kernel |= d.name == "kernel";
     func |= d.name == "func";
+    if (d.name == "kernel" && d.call) {
+      if (!checkKernelArguments(d))
+        return false;
+      continue;
+    }
     if (d.name != "autotune") {
       if (d.call) {
         diags_.error(d.loc, "@" + d.name + " takes no arguments");

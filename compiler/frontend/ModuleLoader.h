@@ -43,6 +43,7 @@ private:
   const ModuleInfo *load(uint32_t file, const std::string &path, int depth);
   /// Reports the first misuse of a decorator on `fn`; false if there is one.
   bool checkDecorators(const FunctionDef &fn);
+  bool checkKernelArguments(const Decorator &d);
   bool resolveImport(const std::string &fromPath, const std::string &spec, std::string &out);
 
   SourceManager &sm_;

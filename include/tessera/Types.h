@@ -64,6 +64,9 @@ struct KernelParam {
   bool written = false;
   /// A pointer the kernel may load through (a load's or an atomic's address).
   bool read = false;
+  /// An i32/i64 parameter whose launch values the JIT specializes on (facts
+  /// =1, %16); false when the kernel lists it in do_not_specialize.
+  bool specialize = true;
 };
 
 /// A fact about the value of an integer (i32/i64) kernel argument that a

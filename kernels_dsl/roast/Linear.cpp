@@ -29,12 +29,13 @@ struct Linear::State {
   float lambda;
   bool reproducible = false; // the forward never splits K (no atomics into Y)
   TunedKernelOptions tuning;
-  DeviceBuffer<int32_t> R;
   std::unique_ptr<TunedKernel> fwd, dx, dm, dmWave, transpose;
   DeviceBuffer<float> ownXT; // X^T for backwardMemory's dM (an activation's size, grown on demand)
   std::optional<TileWaves> waves;
   DeviceBuffer<int32_t> waveTiles;
 
+  // Hash parameter r_i, a kernel argument (the kernels take r1..r5 and r7).
+  int32_t r(int i) const { return hash.R[size_t(i)]; }
   std::map<std::string, ConstexprValue> constexprs() const {
     return {{"HK", tile.k}, {"HN", tile.n}, {"ALIGNED", mapping == Mapping::Aligned}};
   }
@@ -102,7 +103,6 @@ Linear::Linear(MemoryArray &memory, int64_t in, int64_t out, TileHash hash, Line
   s.lambda = lambda;
   s.reproducible = options.reproducible;
   s.tuning = tuningFor(memory.context(), options.tuning);
-  s.R = memory.context().upload(std::vector<int32_t>(checked.R.begin(), checked.R.end()));
 }
 
 Linear::~Linear() = default;
@@ -124,7 +124,8 @@ void Linear::forward(const Stream &stream, const DeviceBuffer<float> &X, DeviceB
   auto pack = [](const auto &...a) {
     return std::pair{makeArgs(a...), std::vector<const DeviceMemory *>{bufferOf(a)...}};
   };
-  auto [args, buffers] = pack(X, s.mem->values(), Y, s.R, i32(B), i32(s.in), i32(N),
+  auto [args, buffers] = pack(X, s.mem->values(), Y, s.r(1), s.r(2), s.r(3), s.r(4), s.r(5), s.r(7),
+                              i32(B), i32(s.in), i32(N),
                               i32(s.mem->size()), s.lambda, i32(s.in), int32_t(1), i32(N), int32_t(1));
   // A split-K config adds its partial sums into Y (roast_mm.tile).
   if (k.configForArgs(grid, args, buffers).getOr("SPLIT_K", 1) > 1)
@@ -147,7 +148,7 @@ void Linear::backward(const Stream &stream, const DeviceBuffer<float> &X,
   TunedKernel &k = s.kernel(s.dx, "roast/roast_mm_dx.tile", "roast_mm_dx", false, false);
   const int64_t B = batch, K = s.in;
   k.launch(stream, [=](const Config &c) { return Grid::of(cdiv(B, c.get("BM")) * cdiv(K, c.get("BK"))); },
-           dY, s.mem->values(), dX, s.R, i32(B), i32(K), i32(s.out), i32(s.mem->size()), s.lambda,
+           dY, s.mem->values(), dX, s.r(1), s.r(2), s.r(3), s.r(4), s.r(5), s.r(7), i32(B), i32(K), i32(s.out), i32(s.mem->size()), s.lambda,
            i32(s.out), int32_t(1), i32(K), int32_t(1));
 }
 
@@ -178,7 +179,7 @@ void Linear::State::memoryGrad(const Stream &stream, const DeviceBuffer<float> &
   if (!deterministic) {
     TunedKernel &k = kernel(dm, "roast/roast_mm_dm.tile", "roast_mm_dm", false, false);
     k.launch(stream, [=](const Config &c) { return Grid::of(cdiv(K, c.get("BK")) * cdiv(N, c.get("BN"))); },
-             xT, dY, mem->grad(), R, i32(B), i32(K), i32(N), i32(mem->size()), lambda, int32_t(1),
+             xT, dY, mem->grad(), r(1), r(2), r(3), r(4), r(5), r(7), i32(B), i32(K), i32(N), i32(mem->size()), lambda, int32_t(1),
              i32(B), i32(N), int32_t(1));
     return;
   }
@@ -190,7 +191,7 @@ void Linear::State::memoryGrad(const Stream &stream, const DeviceBuffer<float> &
     auto grid = [=](const Config &c) {
       return Grid::of(count * (HK / c.get("BK")) * (HN / c.get("BN")));
     };
-    k.launch(stream, grid, xT, dY, mem->grad(), R, waveTiles, i32(first), i32(B), i32(K), i32(N),
+    k.launch(stream, grid, xT, dY, mem->grad(), r(1), r(2), r(3), r(4), r(5), r(7), waveTiles, i32(first), i32(B), i32(K), i32(N),
              i32(mem->size()), lambda, int32_t(1), i32(B), i32(N), int32_t(1));
   }
 }
@@ -248,7 +249,7 @@ std::map<std::string, std::string> Linear::chosenConfigs() const {
 }
 
 size_t Linear::deviceBytes() const {
-  return s_->R.bytes() + s_->waveTiles.bytes() + s_->ownXT.bytes();
+  return s_->waveTiles.bytes() + s_->ownXT.bytes();
 }
 
 } // namespace tessera::roast

@@ -400,8 +400,9 @@ TEST_CASE("@autotune: where the decorator may stand", "[autotune-decorator][erro
                  3, 1, "a kernel can have only one @autotune"));
   CHECK(hasError(errors("@autotune\n@kernel\n"), 1, 1,
                  "@autotune needs arguments: @autotune(configs=[config(...), ...])"));
-  CHECK(hasError(errors("@kernel(configs=[config(BM=32)])\n"), 1, 1,
-                 "@kernel takes no arguments"));
+  CHECK(hasError(errors("@kernel(configs=[config(BM=32)])\n"), 1, 9,
+                 "@kernel has no argument 'configs'; it takes only do_not_specialize=[...]"));
+  CHECK(hasError(errors("@func(configs=[config(BM=32)])\n"), 1, 1, "@func takes no arguments"));
   // After @kernel works as well as before it.
   CompileResult after = compile(std::string("@kernel\n@autotune(configs=[config(BM=32)])\n") + body);
   INFO(after.diagnostics);

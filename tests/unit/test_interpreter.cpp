@@ -951,9 +951,11 @@ TEST_CASE("interpreter: kernels_dsl roast_mm_fwd", "[interp][dsl]") {
     auto p = prepFile("roast/roast_mm.tile", "roast_mm_fwd", co);
     std::vector<float> Y(size_t(Bn) * size_t(N));
     InterpOptions opt;
-    opt.buffers = {buf(X), buf(Mem), buf(Y), buf(R)};
+    opt.buffers = {buf(X), buf(Mem), buf(Y)};
     REQUIRE(run(*p, cdiv(unsigned(Bn), 32) * cdiv(unsigned(N), unsigned(bn)), 1, 1,
-                {ptr(X), ptr(Mem), ptr(Y), ptr(R), InterpArg::i32(Bn), InterpArg::i32(K),
+                {ptr(X), ptr(Mem), ptr(Y), InterpArg::i32(R[1]), InterpArg::i32(R[2]),
+                 InterpArg::i32(R[3]), InterpArg::i32(R[4]), InterpArg::i32(R[5]),
+                 InterpArg::i32(R[7]), InterpArg::i32(Bn), InterpArg::i32(K),
                  InterpArg::i32(N), InterpArg::i32(memSize), InterpArg::f32(lam),
                  InterpArg::i32(K), InterpArg::i32(1), InterpArg::i32(N), InterpArg::i32(1)},
                 opt) == "");

@@ -131,8 +131,9 @@ TEST_CASE("roast Linear: forward, dX and dM match fp64 on ragged shapes", "[roas
       M.grad().zero();
       fc.backward(t.ctx->stream(), X, dY, dX, B, /*deterministic=*/false);
       t.ctx->synchronize();
-      // X^T for dM lived in dX's buffer: the layer owns only its hash parameters.
-      CHECK(fc.deviceBytes() == 8 * sizeof(int32_t));
+      // X^T for dM lived in dX's buffer, and the hash parameters are kernel
+      // arguments: the layer owns no device memory.
+      CHECK(fc.deviceBytes() == 0);
       double eY = relErrL2(Y.toHost(), ref.forward(x, mem, B));
       double eX = relErrL2(dX.toHost(), ref.inputGrad(dy, mem, B));
       std::vector<double> dm(size_t(H), 0.0);
@@ -257,7 +258,6 @@ TEST_CASE("roast kernels: every tile shape around the hash tile matches fp64", "
     for (int64_t k = 0; k < K; ++k)
       xt[size_t(k * B + b)] = x[size_t(b * K + k)];
   auto X = ctx.upload(x), XT = ctx.upload(xt), dY = ctx.upload(dy), Mem = ctx.upload(mem);
-  auto dR = ctx.upload(std::vector<int32_t>(R.begin(), R.end()));
   const std::string dir = kernelLibraryDir() + "/roast/";
   for (bool aligned : {false, true}) {
     MmLayer ref{K, N, HK, HN, H, R, aligned, lam};
@@ -274,7 +274,7 @@ TEST_CASE("roast kernels: every tile shape around the hash tile matches fp64", "
         Kernel k = compile(ctx, dir + "roast_mm.tile", "roast_mm_fwd", c);
         auto Y = ctx.alloc<float>(size_t(B * N));
         Y.memsetBytes(0xFF);
-        k.launch(ctx.stream(), Grid::of(cdiv(B, 32) * cdiv(N, bn)), X, Mem, Y, dR, int32_t(B),
+        k.launch(ctx.stream(), Grid::of(cdiv(B, 32) * cdiv(N, bn)), X, Mem, Y, R[1], R[2], R[3], R[4], R[5], R[7], int32_t(B),
                  int32_t(K), int32_t(N), int32_t(H), lam, int32_t(K), int32_t(1), int32_t(N), int32_t(1));
         ctx.synchronize();
         CHECK(relErrL2(Y.toHost(), y) < 2e-5);
@@ -286,7 +286,7 @@ TEST_CASE("roast kernels: every tile shape around the hash tile matches fp64", "
           cs["SPLIT_K"] = split;
           Kernel ks = compile(ctx, dir + "roast_mm.tile", "roast_mm_fwd", cs);
           Y.memsetBytes(0);
-          ks.launch(ctx.stream(), Grid::of(cdiv(B, 32) * cdiv(N, bn), split), X, Mem, Y, dR,
+          ks.launch(ctx.stream(), Grid::of(cdiv(B, 32) * cdiv(N, bn), split), X, Mem, Y, R[1], R[2], R[3], R[4], R[5], R[7],
                     int32_t(B), int32_t(K), int32_t(N), int32_t(H), lam, int32_t(K), int32_t(1),
                     int32_t(N), int32_t(1));
           ctx.synchronize();
@@ -299,7 +299,7 @@ TEST_CASE("roast kernels: every tile shape around the hash tile matches fp64", "
         Kernel k = compile(ctx, dir + "roast_mm_dx.tile", "roast_mm_dx", c);
         auto dX = ctx.alloc<float>(size_t(B * K));
         dX.memsetBytes(0xFF);
-        k.launch(ctx.stream(), Grid::of(cdiv(B, 16) * cdiv(K, bk)), dY, Mem, dX, dR, int32_t(B),
+        k.launch(ctx.stream(), Grid::of(cdiv(B, 16) * cdiv(K, bk)), dY, Mem, dX, R[1], R[2], R[3], R[4], R[5], R[7], int32_t(B),
                  int32_t(K), int32_t(N), int32_t(H), lam, int32_t(N), int32_t(1), int32_t(K), int32_t(1));
         ctx.synchronize();
         CHECK(relErrL2(dX.toHost(), dx) < 2e-5);
@@ -315,7 +315,7 @@ TEST_CASE("roast kernels: every tile shape around the hash tile matches fp64", "
           INFO("X transposed " << transposed);
           dM.zero();
           k.launch(ctx.stream(), Grid::of(cdiv(K, bk) * cdiv(N, bn)), transposed ? XT : X, dY, dM,
-                   dR, int32_t(B), int32_t(K), int32_t(N), int32_t(H), lam,
+                   R[1], R[2], R[3], R[4], R[5], R[7], int32_t(B), int32_t(K), int32_t(N), int32_t(H), lam,
                    transposed ? int32_t(1) : int32_t(K), transposed ? int32_t(B) : int32_t(1),
                    int32_t(N), int32_t(1));
           ctx.synchronize();
@@ -335,7 +335,7 @@ TEST_CASE("roast kernels: every tile shape around the hash tile matches fp64", "
         for (size_t i = 0; i < w.waves(); ++i)
           k.launch(ctx.stream(),
                    Grid::of(int64_t(w.starts[i + 1] - w.starts[i]) * (HK / bk) * (HN / bn)), XT, dY,
-                   dM, dR, tiles, int32_t(w.starts[i]), int32_t(B), int32_t(K), int32_t(N),
+                   dM, R[1], R[2], R[3], R[4], R[5], R[7], tiles, int32_t(w.starts[i]), int32_t(B), int32_t(K), int32_t(N),
                    int32_t(H), lam, int32_t(1), int32_t(B), int32_t(N), int32_t(1));
         ctx.synchronize();
         CHECK(relErrL2(dM.toHost(), dm) < 2e-5);

@@ -388,3 +388,61 @@ def scaled_copy(X: *f32, Y: *f32, M: i32, N: i32, stride_m: i32, stride_n: i32,
   CHECK(check(plain, N, 1) < 1e-6);
   CHECK(check(plain, 1, M) < 1e-6);
 }
+
+namespace {
+// A seed that varies at random: listed in do_not_specialize, so only `n`
+// gets facts.
+const char *kSeeded = R"(
+@kernel(do_not_specialize=["seed"])
+def seeded(X: *f32, n: i32, seed: i32, BLOCK: constexpr = 256):
+    offs = arange(0, BLOCK)
+    store(X + offs, rand(seed, offs), mask=offs < n)
+)";
+} // namespace
+
+TEST_CASE("do_not_specialize: the listed parameter gets no facts at launch",
+          "[specialization][runtime]") {
+  CompileOptions o;
+  CompileResult r = compileSource(kSeeded, "seeded.tile", "seeded", o, Stage::Tile);
+  INFO(r.diagnostics);
+  REQUIRE(r.ok);
+  REQUIRE(r.kernels.size() == 1);
+  const KernelSignature &sig = r.kernels[0];
+  REQUIRE(sig.params.size() == 3);
+  CHECK(sig.params[1].specialize);
+  CHECK(!sig.params[2].specialize);
+  detail::VariantTable table(sig, [](const ArgFacts &) { return detail::KernelVariant{}; });
+  auto factsFor = [&](int32_t n, int32_t seed) {
+    return table.factsOf(table.keyOf(makeArgs(DevicePtr<float>{256}, n, seed)));
+  };
+  CHECK(factsFor(32, 1) == ArgFacts{{"n", ArgFact::DivisibleBy16}});
+  CHECK(factsFor(7, 48) == ArgFacts{});
+  CHECK(factsFor(1, 12345) == ArgFacts{{"n", ArgFact::EqualsOne}});
+}
+
+TEST_CASE("do_not_specialize: misuse is an error at its place", "[specialization][errors]") {
+  auto diag = [](const std::string &decorator) {
+    std::string src = decorator + "\ndef k(X: *f32, n: i32, f: f32):\n    store(X, f, mask=n > 0)\n";
+    CompileOptions o;
+    CompileResult r = compileSource(src, "dns.tile", "k", o, Stage::Tile);
+    CHECK(!r.ok);
+    return r.diagnostics;
+  };
+  auto has = [](const std::string &d, const std::string &what) {
+    INFO(d);
+    CHECK(d.find(what) != std::string::npos);
+  };
+  has(diag("@kernel(do_not_specialize=[\"m\"])"),
+      "dns.tile:1:28: error: do_not_specialize: 'm' is not a runtime parameter of kernel 'k'");
+  has(diag("@kernel(do_not_specialize=[\"n\", \"X\"])"),
+      "dns.tile:1:33: error: do_not_specialize: 'X' is a *f32 parameter of kernel 'k'; only i32 "
+      "and i64 parameters are specialized");
+  has(diag("@kernel(do_not_specialize=[\"f\"])"), "'f' is a f32 parameter");
+  has(diag("@kernel(do_not_specialize=\"n\")"),
+      "dns.tile:1:27: error: do_not_specialize must be a list of parameter names");
+  has(diag("@kernel(do_not_specialize=[1])"),
+      "dns.tile:1:28: error: do_not_specialize lists parameter names as strings");
+  has(diag("@kernel(specialize=[\"n\"])"),
+      "dns.tile:1:9: error: @kernel has no argument 'specialize'");
+  has(diag("@kernel([\"n\"])"), "dns.tile:1:9: error: @kernel takes only do_not_specialize=[...]");
+}

@@ -90,9 +90,10 @@ public:
   const TileWaves &waves() const;
   /// Kernel name -> the config its last launch used ("BK=32,BM=128,...").
   std::map<std::string, std::string> chosenConfigs() const;
-  /// Device bytes this layer owns (hash parameters, and once used the wave
-  /// schedule and backwardMemory()'s X^T scratch); the shared memory array
-  /// and the caller's activations are not included.
+  /// Device bytes this layer owns: none until the deterministic backward
+  /// builds its wave schedule or backwardMemory() its X^T scratch (the hash
+  /// parameters are kernel arguments); the shared memory array and the
+  /// caller's activations are not included.
   size_t deviceBytes() const;
 
 private:
