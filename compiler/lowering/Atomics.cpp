@@ -14,8 +14,7 @@
 //   shared memory after a second barrier, which also extends an acquire to
 //   them (an unused old value: only that barrier, and only for an acquire);
 // - an f32 add whose result is unused, on lanes proven contiguous, relaxed or
-//   release, on sm_90: one red.v2/v4.f32 for 2 or 4 lanes; at an alignment
-//   not proven, one per aligned chunk of each run (ShiftedVectorRed.cpp).
+//   release, on sm_90: one red.v2/v4.f32 for 2 or 4 lanes.
 #include "KernelLowering.h"
 
 namespace tessera::lowering::detail {
@@ -170,19 +169,6 @@ bool KernelLowering::lowerVectorRed(tile::AtomicRMWOp op) {
   }
   text += "};";
   cons += ",~{memory}";
-  auto unusedResult = [&]() {
-    Lowered l; // nobody reads the old values
-    l.kind = Lowered::Dist;
-    l.type = rt;
-    Value zero = arith::ConstantOp::create(b_, loc, b_.getZeroAttr(et));
-    l.regs.assign(lay.slots(), zero);
-    vals_[op.getResult()] = l;
-    return true;
-  };
-  // Contiguous runs at unproven alignment (ShiftedVectorRed.cpp).
-  int64_t run = axis_.get(op.getPtr()).contiguity.back();
-  if (!plan.aligned && run >= 2 * lay.vec && lowerShiftedVectorRed(op, lay, run, text, cons))
-    return unusedResult();
   for (int64_t k = 0; k < lay.slots() / lay.vec; ++k) {
     // planVector's contiguity excludes replicated layouts: no primary mask.
     auto [ptrs, vals, masks] = vectorLanes(op.getPtr(), op.getValue(), op.getMask(), lay, k, Value(), loc);
@@ -204,7 +190,13 @@ bool KernelLowering::lowerVectorRed(tile::AtomicRMWOp op) {
                   },
                   loc);
   }
-  return unusedResult();
+  Lowered l; // nobody reads the old values
+  l.kind = Lowered::Dist;
+  l.type = rt;
+  Value zero = arith::ConstantOp::create(b_, loc, b_.getZeroAttr(et));
+  l.regs.assign(lay.slots(), zero);
+  vals_[op.getResult()] = l;
+  return true;
 }
 
 bool KernelLowering::lowerAtomic(Operation *op) {

@@ -498,10 +498,6 @@ private:
   }
   bool lowerAtomic(Operation *op); // Atomics.cpp
   bool lowerVectorRed(tile::AtomicRMWOp op);
-  // ShiftedVectorRed.cpp: lowerVectorRed's red instruction (`text`, `cons`)
-  // on runs of `runElems` contiguous lanes at any 4-byte alignment.
-  bool lowerShiftedVectorRed(tile::AtomicRMWOp op, const Layout &lay, int64_t runElems,
-                             const std::string &text, const std::string &cons);
   Value emitAtomic(Operation *op, Value ptr, Value val, Value cmp, Location loc);
   bool lowerDot(tile::DotOp op);
   // mma.sync into `lay`; A from shared memory at aS, or (aRegs not empty)
