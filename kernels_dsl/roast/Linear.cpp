@@ -125,8 +125,8 @@ void Linear::forward(const Stream &stream, const DeviceBuffer<float> &X, DeviceB
     return std::pair{makeArgs(a...), std::vector<const DeviceMemory *>{bufferOf(a)...}};
   };
   auto [args, buffers] = pack(X, s.mem->values(), Y, s.r(1), s.r(2), s.r(3), s.r(4), s.r(5), s.r(7),
-                              i32(B), i32(s.in), i32(N),
-                              i32(s.mem->size()), s.lambda, i32(s.in), int32_t(1), i32(N), int32_t(1));
+                              i32(B), i32(s.in), i32(N), i32(s.mem->size()), s.lambda, i32(s.in),
+                              int32_t(1), i32(N), int32_t(1));
   // A split-K config adds its partial sums into Y (roast_mm.tile).
   if (k.configForArgs(grid, args, buffers).getOr("SPLIT_K", 1) > 1)
     Y.memsetBytes(0, stream);
@@ -148,8 +148,8 @@ void Linear::backward(const Stream &stream, const DeviceBuffer<float> &X,
   TunedKernel &k = s.kernel(s.dx, "roast/roast_mm_dx.tile", "roast_mm_dx", false, false);
   const int64_t B = batch, K = s.in;
   k.launch(stream, [=](const Config &c) { return Grid::of(cdiv(B, c.get("BM")) * cdiv(K, c.get("BK"))); },
-           dY, s.mem->values(), dX, s.r(1), s.r(2), s.r(3), s.r(4), s.r(5), s.r(7), i32(B), i32(K), i32(s.out), i32(s.mem->size()), s.lambda,
-           i32(s.out), int32_t(1), i32(K), int32_t(1));
+           dY, s.mem->values(), dX, s.r(1), s.r(2), s.r(3), s.r(4), s.r(5), s.r(7), i32(B), i32(K),
+           i32(s.out), i32(s.mem->size()), s.lambda, i32(s.out), int32_t(1), i32(K), int32_t(1));
 }
 
 void Linear::backwardMemory(const Stream &stream, const DeviceBuffer<float> &X,
