@@ -179,8 +179,8 @@ void Linear::State::memoryGrad(const Stream &stream, const DeviceBuffer<float> &
   if (!deterministic) {
     TunedKernel &k = kernel(dm, "roast/roast_mm_dm.tile", "roast_mm_dm", false, false);
     k.launch(stream, [=](const Config &c) { return Grid::of(cdiv(K, c.get("BK")) * cdiv(N, c.get("BN"))); },
-             xT, dY, mem->grad(), r(1), r(2), r(3), r(4), r(5), r(7), i32(B), i32(K), i32(N), i32(mem->size()), lambda, int32_t(1),
-             i32(B), i32(N), int32_t(1));
+             xT, dY, mem->grad(), r(1), r(2), r(3), r(4), r(5), r(7), i32(B), i32(K), i32(N),
+             i32(mem->size()), lambda, int32_t(1), i32(B), i32(N), int32_t(1));
     return;
   }
   buildWaves();
@@ -191,8 +191,9 @@ void Linear::State::memoryGrad(const Stream &stream, const DeviceBuffer<float> &
     auto grid = [=](const Config &c) {
       return Grid::of(count * (HK / c.get("BK")) * (HN / c.get("BN")));
     };
-    k.launch(stream, grid, xT, dY, mem->grad(), r(1), r(2), r(3), r(4), r(5), r(7), waveTiles, i32(first), i32(B), i32(K), i32(N),
-             i32(mem->size()), lambda, int32_t(1), i32(B), i32(N), int32_t(1));
+    k.launch(stream, grid, xT, dY, mem->grad(), r(1), r(2), r(3), r(4), r(5), r(7), waveTiles,
+             i32(first), i32(B), i32(K), i32(N), i32(mem->size()), lambda, int32_t(1), i32(B), i32(N),
+             int32_t(1));
   }
 }
 
