@@ -14,8 +14,7 @@
 //   shared memory after a second barrier, which also extends an acquire to
 //   them (an unused old value: only that barrier, and only for an acquire);
 // - an f32 add whose result is unused, on lanes proven contiguous, relaxed or
-//   release, on sm_90: one red.v2/v4.f32 for 2 or 4 lanes; on long runs at an
-//   alignment not proven, one per aligned chunk (RunAlignedRed.cpp).
+//   release, on sm_90: one red.v2/v4.f32 for 2 or 4 lanes.
 #include "KernelLowering.h"
 
 namespace tessera::lowering::detail {
@@ -170,10 +169,6 @@ bool KernelLowering::lowerVectorRed(tile::AtomicRMWOp op) {
   }
   text += "};";
   cons += ",~{memory}";
-  // Long runs at an alignment not proven: aligned chunks through shared
-  // memory (RunAlignedRed.cpp).
-  if (!plan.aligned && lowerRunAlignedRed(op, lay, axis_.get(op.getPtr()).contiguity.back()))
-    return markUnusedResult(op, rt, lay);
   for (int64_t k = 0; k < lay.slots() / lay.vec; ++k) {
     // planVector's contiguity excludes replicated layouts: no primary mask.
     auto [ptrs, vals, masks] = vectorLanes(op.getPtr(), op.getValue(), op.getMask(), lay, k, Value(), loc);
@@ -195,15 +190,10 @@ bool KernelLowering::lowerVectorRed(tile::AtomicRMWOp op) {
                   },
                   loc);
   }
-  return markUnusedResult(op, rt, lay);
-}
-
-// The result of an atomic whose old values nobody reads: zeros.
-bool KernelLowering::markUnusedResult(tile::AtomicRMWOp op, RankedTensorType rt, const Layout &lay) {
-  Lowered l;
+  Lowered l; // nobody reads the old values
   l.kind = Lowered::Dist;
   l.type = rt;
-  Value zero = arith::ConstantOp::create(b_, op.getLoc(), b_.getZeroAttr(rt.getElementType()));
+  Value zero = arith::ConstantOp::create(b_, loc, b_.getZeroAttr(et));
   l.regs.assign(lay.slots(), zero);
   vals_[op.getResult()] = l;
   return true;

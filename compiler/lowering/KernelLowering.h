@@ -498,10 +498,6 @@ private:
   }
   bool lowerAtomic(Operation *op); // Atomics.cpp
   bool lowerVectorRed(tile::AtomicRMWOp op);
-  bool markUnusedResult(tile::AtomicRMWOp op, RankedTensorType rt, const Layout &lay);
-  // RunAlignedRed.cpp: lowerVectorRed on runs of `runElems` contiguous
-  // elements at any 4-byte alignment, by aligned chunks through shared memory.
-  bool lowerRunAlignedRed(tile::AtomicRMWOp op, const Layout &lay, int64_t runElems);
   Value emitAtomic(Operation *op, Value ptr, Value val, Value cmp, Location loc);
   bool lowerDot(tile::DotOp op);
   // mma.sync into `lay`; A from shared memory at aS, or (aRegs not empty)
