@@ -9,8 +9,7 @@ VariantTable::VariantTable(const KernelSignature &signature, Builder build)
     : build_(std::move(build)) {
   for (size_t i = 0; i < signature.params.size() && params_.size() < 32; ++i) {
     const DType &t = signature.params[i].type;
-    if (t.isPointer() || (t.scalar != ScalarType::i32 && t.scalar != ScalarType::i64) ||
-        !signature.params[i].specialize)
+    if (!takesArgFacts(t) || !signature.params[i].specialize)
       continue;
     params_.push_back(uint32_t(i));
     names_.push_back(signature.params[i].name);

@@ -419,8 +419,7 @@ bool IRGen::markUnspecialized(const FunctionDef &fn, KernelSignature &sig) {
       for (const ExprPtr &e : kw.value->args) {
         auto it = std::find_if(sig.params.begin(), sig.params.end(),
                                [&](const KernelParam &p) { return p.name == e->str; });
-        if (it == sig.params.end() || it->type.isPointer() ||
-            (it->type.scalar != ScalarType::i32 && it->type.scalar != ScalarType::i64)) {
+        if (it == sig.params.end() || !takesArgFacts(it->type)) {
           fail(e->loc, "do_not_specialize: '" + e->str + "' is " +
                            (it == sig.params.end() ? std::string("not a runtime parameter")
                                                    : "a " + it->type.str() + " parameter") +
@@ -540,9 +539,7 @@ bool IRGen::genKernel(ModuleOp module, const ModuleInfo &mod, const FunctionDef 
     const KernelParam &kp = sig.params[i];
     auto fact = argFacts.find(kp.name);
     if (fact != argFacts.end() && fact->second != ArgFact::None) {
-      bool integer = !kp.type.isPointer() &&
-                     (kp.type.scalar == ScalarType::i32 || kp.type.scalar == ScalarType::i64);
-      if (!integer) {
+      if (!takesArgFacts(kp.type)) {
         fail(runtimeParams[i]->loc, "cannot assume '" + kp.name + argFactSuffix(fact->second) +
                                         "': only i32 and i64 parameters can be specialized, '" +
                                         kp.name + "' is " + kp.type.str());

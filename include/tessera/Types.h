@@ -77,6 +77,10 @@ enum class ArgFact : uint8_t {
   EqualsOne,     // the value is 1: uses become the constant 1
   DivisibleBy16, // the value is a multiple of 16 (0 included)
 };
+/// Whether a parameter of type `t` can take argument facts: an i32 or i64 scalar.
+inline bool takesArgFacts(const DType &t) {
+  return !t.isPointer() && (t.scalar == ScalarType::i32 || t.scalar == ScalarType::i64);
+}
 /// "=1", "%16" or "" (the --assume spelling, also used in cache keys).
 const char *argFactSuffix(ArgFact f);
 /// The fact a launch value gives: 1 -> EqualsOne, multiple of 16 -> DivisibleBy16.
