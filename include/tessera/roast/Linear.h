@@ -3,9 +3,9 @@
 // (kb, nb) of W, HK x HN, is a contiguous run of the shared MemoryArray at a
 // hashed offset (docs/kernels/roast.md):
 //   W[kb*HK + i, nb*HN + j] = lambda * M[loc(kb, nb) + i*HN + j]
-// The layer's device memory is the memory array (shared), 32 bytes of hash
-// parameters and, for the deterministic backward, its wave schedule (one i32
-// per hash tile); activations belong to the caller. The dM kernels read X^T
+// The layer's device memory is the memory array (shared) and, for the
+// deterministic backward, its wave schedule (one i32 per hash tile); the hash
+// parameters are kernel arguments, and activations belong to the caller. The dM kernels read X^T
 // (batch x in floats, K-major): backward() builds it in dX's buffer before
 // computing dX, so only backwardMemory() allocates it as a scratch buffer.
 //
