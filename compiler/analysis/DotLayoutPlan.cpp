@@ -82,10 +82,9 @@ tgpu::MmaEncodingAttr DotLayoutPlanner::choose(tile::DotOp dot) {
   int64_t eb = at.getElementType().getIntOrFloatBitWidth() / 8;
   if (m)
     markColumnMajorB(impl_->axis, *m, eb);
-  // The copies move 16-byte chunks of rows: both operands contiguous along them.
-  bool contiguous = m && operandsContiguous(impl_->axis, *m, eb);
-  if (target.hasCpAsync() && opts.numStages >= 3 && m && m->dot == dot && kind &&
-      contiguous) {
+  // Any operand layout pipelines: 16-byte chunks where rows are contiguous,
+  // element by element where they are not (StageCopier).
+  if (target.hasCpAsync() && opts.numStages >= 3 && m && m->dot == dot && kind) {
     bool wgmmaTarget = isWgmmaTarget(target, opts.numWarps);
     for (DotPath path : {DotPath::Swapped, DotPath::Wgmma, DotPath::MmaSync}) {
       if (!dotPathAllowed(path, *kind, wgmmaTarget, m->kMajorB()))

@@ -150,11 +150,14 @@ std::optional<DotLoop> matchDotLoop(scf::ForOp op, std::string *why) {
 }
 
 void markColumnMajorB(AxisInfoAnalysis &axis, DotLoop &m, int64_t eb) {
-  m.bColumnMajor = false;
+  m.bColumnMajor = m.bGathered = false;
   if (m.transB || rowsContiguous(axis, m.loadB, eb))
     return;
   AxisInfo pb = axis.get(m.loadB.getPtr());
-  m.bColumnMajor = pb.rank() == 2 && pb.contiguity[0] >= 16 / eb;
+  if (pb.rank() != 2)
+    return;
+  m.bColumnMajor = pb.contiguity[0] >= 16 / eb;
+  m.bGathered = !m.bColumnMajor;
 }
 
 std::string dotTileWhyNot(DotPath path, bool half, int64_t BM, int64_t BN, int64_t BK, int64_t eb,

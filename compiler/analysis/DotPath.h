@@ -37,8 +37,15 @@ struct DotLoop {
   // form of 8-bit and tf32 wgmma, with no transpose anywhere. Set by
   // markColumnMajorB, which needs the axis info.
   bool bColumnMajor = false;
+  // B contiguous along neither axis (strides not known at compile time, or a
+  // gather): copied element by element, into a K-major stage like a
+  // column-major B, which every wgmma type reads as it is. Set by
+  // markColumnMajorB.
+  bool bGathered = false;
   // B's stage holds rows of N, K contiguous.
-  bool kMajorB() const { return transB || bColumnMajor; }
+  bool kMajorB() const { return transB || bColumnMajor || bGathered; }
+  // B is copied transposed into its K-major stage (not a transposed tile).
+  bool bCopiedTransposed() const { return bColumnMajor || bGathered; }
   unsigned accIndex = 0; // iter-arg index of the accumulator
   // Iter-arg index -> the uniform offset tile a pointer tile advances by.
   SmallVector<std::pair<unsigned, Value>> advancing;
@@ -107,14 +114,9 @@ inline bool rowsContiguous(AxisInfoAnalysis &axis, tile::LoadOp ld, int64_t eb) 
 }
 
 /// Sets m.bColumnMajor when B's tile is contiguous along K (16-byte chunks of
-/// `eb`-byte elements) and its rows along N are not.
+/// `eb`-byte elements) and its rows along N are not, and m.bGathered when it
+/// is contiguous along neither.
 void markColumnMajorB(AxisInfoAnalysis &axis, DotLoop &m, int64_t eb);
-
-/// Whether both operands can be copied in 16-byte chunks: A's rows along K,
-/// and B's rows along N or (column-major) its columns along K.
-inline bool operandsContiguous(AxisInfoAnalysis &axis, const DotLoop &m, int64_t eb) {
-  return rowsContiguous(axis, m.loadA, eb) && (m.bColumnMajor || rowsContiguous(axis, m.loadB, eb));
-}
 
 /// Bytes of a ring of `stages` stages without B staging: one swizzled A and
 /// B tile per stage, or for tf32 C^T B row-major with 32-byte row padding.

@@ -82,6 +82,8 @@ public:
 
   /// Why applies() said no.
   std::string whyNot;
+  /// Why each gathered operand is copied element by element (remarks).
+  SmallVector<std::string> gatheredWhy;
   const Layout &accLayout() const { return accLay; }
   Value tripCount() const { return n; }
 
@@ -136,8 +138,8 @@ private:
   // Registers per thread with two consumer warpgroups (setmaxnreg): the
   // producers keep each chunk's hoisted address, 128 x 104 + 256 x 200 <= 64K.
   static constexpr int64_t kProducerRegs = 104, kConsumerRegs = 200;
-  // B copied into a K-major stage from a transposed or column-major tile
-  // (DotLoop::transB, DotLoop::bColumnMajor).
+  // B copied into a K-major stage from a transposed, column-major or gathered
+  // tile (DotLoop::transB, bColumnMajor, bGathered).
   const bool kMajorB;
   const bool bViaRegs;
   // B's stage holds rows of N (K contiguous): transposed through registers,
@@ -224,8 +226,10 @@ private:
 
   using CopyFacts = StageCopier::CopyFacts;
   using Placement = StageCopier::Placement;
-  // A column-major B is copied transposed: its stage rows run along N.
-  bool copiedTransposed(tile::LoadOp ld) const { return ld == m_.loadB && m_.bColumnMajor; }
+  // A column-major or gathered B is copied transposed: its stage rows run along N.
+  bool copiedTransposed(tile::LoadOp ld) const { return ld == m_.loadB && m_.bCopiedTransposed(); }
+  // An operand copied element by element (StageCopier::CopyFacts::gathered).
+  bool gathered(tile::LoadOp ld) { return copyFacts(ld).gathered; }
   Layout copyLayout(tile::LoadOp ld) { return copier_.copyLayout(ld, copiedTransposed(ld)); }
   CopyFacts copyFacts(tile::LoadOp ld) { return copier_.copyFacts(ld, copiedTransposed(ld)); }
   Value swizzled(Value r, Value colByte, int64_t R, int64_t W) {

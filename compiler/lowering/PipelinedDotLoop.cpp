@@ -68,21 +68,28 @@ bool DotLoopEmitter::applies() {
   if (std::string why = dotTileWhyNot(path, half, BM, BN, BK, eb, opts_.numWarps, kMajorB);
       !why.empty())
     return no(why);
-  // Both operands must be contiguous along their last dimension (rows of A
-  // along K, rows of B along N), or B along K (column-major): whole 16-byte
-  // chunks are copied.
-  for (tile::LoadOp ld : {m_.loadA, m_.loadB})
-    if (!copiedTransposed(ld) && !rowsContiguous(kl_.axis(), ld, eb)) {
-      std::string what = std::string("the rows of operand ") + (ld == m_.loadA ? "A" : "B") +
-                         " are not provably contiguous";
-      if (std::string at = brokenRunAt(kl_.axis(), ld); !at.empty())
-        return no(what + ": a run-time '%' or '/' (" + at.substr(0, at.size() - 2) +
-                  ") breaks the runs of its column index; it keeps them when the dividend is "
-                  "provably non-negative and the divisor a multiple of 16 (specialized at "
-                  "launch), or when max_contiguous/multiple_of say so");
-      return no(what + " (a unit inner stride: pass 1 at launch, which specialization makes a "
-                       "constant, or --assume NAME=1)");
-    }
+  // Operands whose rows are not provably contiguous are copied element by
+  // element (gathered): correct for any strides, slower to copy; the remark
+  // says why, so that a user can supply the fact.
+  gatheredWhy.clear();
+  std::string plain; // operands with no reason but unknown strides
+  for (tile::LoadOp ld : {m_.loadA, m_.loadB}) {
+    if (!gathered(ld))
+      continue;
+    std::string what = ld == m_.loadA ? "A" : "B";
+    if (std::string at = brokenRunAt(kl_.axis(), ld); !at.empty())
+      gatheredWhy.push_back(what + " copied element by element: a run-time '%' or '/' (" +
+                            at.substr(0, at.size() - 2) +
+                            ") breaks the runs of its column index; it keeps them when the "
+                            "dividend is provably non-negative and the divisor a multiple of 16 "
+                            "(specialized at launch), or when max_contiguous/multiple_of say so");
+    else
+      plain += (plain.empty() ? "" : " and ") + what;
+  }
+  if (!plain.empty())
+    gatheredWhy.push_back(plain + " copied element by element: rows not provably contiguous (a "
+                                  "unit inner stride: pass 1 at launch, which specialization "
+                                  "makes a constant, or --assume NAME=1)");
   for (auto [i, step] : m_.advancing) {
     if (persistent) // lowered later, per tile (checked in emitAdvances)
       break;
@@ -127,7 +134,8 @@ std::string DotLoopEmitter::summary() const {
                  " computing C^T = B^T A^T, B^T from registers"
       : useWgmma ? "wgmma m64n" + std::to_string(BN) + "k" + std::to_string(kPerInst)
                  : std::string("mma.sync m16n8k16 with ldmatrix");
-  std::string b = m_.bColumnMajor ? ", B column-major, copied K-major"
+  std::string b = m_.bGathered ? ", B gathered into a K-major stage"
+                  : m_.bColumnMajor ? ", B column-major, copied K-major"
                   : kMajorB    ? ", B^T copied K-major"
                   : !bViaRegs ? ""
                   : bStaged   ? ", B staged and transposed in shared memory"
@@ -136,8 +144,11 @@ std::string DotLoopEmitter::summary() const {
                     : tmaA || tmaB ? std::string(tmaA ? ", A" : ", B") + " by TMA (not " + tmaWhyNot + ")"
                     : ws && opts_.tma ? " (no TMA: " + tmaWhyNot + ")"
                                      : "";
+  std::string g;
+  for (const std::string &why : gatheredWhy)
+    g += "; " + why;
   return what + ", " + std::to_string(S) + " stages" + b +
-         (ws ? ", warp-specialized (a producer warpgroup copies)" : "") + tma;
+         (ws ? ", warp-specialized (a producer warpgroup copies)" : "") + tma + g;
 }
 
 void DotLoopEmitter::allocate() {

@@ -15,6 +15,7 @@ StageCopier::CopyFacts StageCopier::copyFacts(tile::LoadOp ld, bool transposed) 
   f.aligned = pa.divisibility[axis] >= 16;
   f.maskWhole = !ld.getMask() || kl_.axis().get(ld.getMask()).constancy[axis] >= vecElems_;
   f.fourByte = eb_ == 4 && pa.divisibility[axis] >= 4;
+  f.gathered = pa.contiguity[axis] < vecElems_;
   return f;
 }
 
@@ -44,16 +45,64 @@ StageCopier::Placement StageCopier::swizzledIn(int64_t R, int64_t W) {
   return [this, R, W](Value r, Value colByte) { return swizzled(r, colByte, R, W); };
 }
 
+void StageCopier::copyGathered(tile::LoadOp ld, Value dst, ArrayRef<Value> c, bool maskWhole,
+                               bool transposed) {
+  Value m0;
+  for (int64_t v = 0; v < vecElems_; ++v) {
+    Value cv = v ? Value(arith::AddIOp::create(b_, loc_, c[1], c32(v))) : c[1];
+    SmallVector<Value> at = transposed ? SmallVector<Value>{cv, c[0]} : SmallVector<Value>{c[0], cv};
+    Value p = kl_.elem(ld.getPtr(), at, loc_);
+    Value mask;
+    if (ld.getMask())
+      mask = maskWhole && m0 ? m0 : kl_.elem(ld.getMask(), at, loc_);
+    m0 = mask;
+    Value d = arith::AddIOp::create(b_, loc_, dst, c32(v * eb_));
+    if (eb_ == 4) {
+      // Asynchronous like every other copy; masked off, nothing is read and
+      // the word is zero-filled.
+      Value size = mask ? Value(arith::SelectOp::create(b_, loc_, mask, c32(4), c32(0))) : c32(4);
+      asmCall({}, {d, p, size}, "cp.async.ca.shared.global [$0], [$1], 4, $2;", "r,l,r,~{memory}");
+      continue;
+    }
+    // 1- and 2-byte elements have no cp.async: loaded and stored (made
+    // visible by the fence and barrier before use).
+    Value val = kl_.maskedLoad(ea_, p, mask, Value(), false, loc_);
+    LLVM::StoreOp::create(b_, loc_, val, LLVM::IntToPtrOp::create(b_, loc_, ptr3_, d), eb_);
+  }
+}
+
 bool StageCopier::issueCopy(tile::LoadOp ld, Value dst, const Placement &place, Value producerTid,
                             int64_t producers, bool transposed) {
   Layout cl = copyLayout(ld, transposed);
   if (producerTid) // the producer warpgroup's chunks
     cl.chunks = cl.total / (producers * vecElems_);
-  auto [aligned, maskWhole, fourByte] = copyFacts(ld, transposed);
+  auto [aligned, maskWhole, fourByte, gathered] = copyFacts(ld, transposed);
   // (row, element in row) of the stage -> the loaded tile's coordinates.
   auto tileCoords = [&](Value r, Value c) -> SmallVector<Value> {
     return transposed ? SmallVector<Value>{c, r} : SmallVector<Value>{r, c};
   };
+  if (gathered && eb_ != 4) {
+    // Loaded and stored, a chunk per iteration of a loop: unrolled, every
+    // chunk's values and addresses would be live at once.
+    Value t = producerTid ? producerTid : kl_.tid();
+    int64_t threads = producerTid ? producers : kl_.threads();
+    auto loop = scf::ForOp::create(b_, loc_, c32(0), c32(cl.chunks), c32(1));
+    OpBuilder::InsertionGuard g(b_);
+    kl_.enterLoopBody(loop);
+    kl_.values().pushScope(); // no memo of the body's values outlives it
+    Value flat = arith::MulIOp::create(
+        b_, loc_,
+        arith::AddIOp::create(b_, loc_, t,
+                              arith::MulIOp::create(b_, loc_, loop.getInductionVar(), c32(threads))),
+        c32(vecElems_));
+    SmallVector<Value> c{arith::DivUIOp::create(b_, loc_, flat, c32(cl.shape[1])),
+                         arith::RemUIOp::create(b_, loc_, flat, c32(cl.shape[1]))};
+    Value phys = place(c[0], arith::MulIOp::create(b_, loc_, c[1], c32(eb_)));
+    copyGathered(ld, arith::AddIOp::create(b_, loc_, dst, phys), c, maskWhole, transposed);
+    kl_.values().popScope();
+    scf::YieldOp::create(b_, loc_);
+    return true;
+  }
   SmallVector<Value> fast, dsts, ptrs;
   SmallVector<SmallVector<Value>> masks;
   // Chunk k of the producer's is flat index producerTid * vec + k * producers * vec.
@@ -68,6 +117,10 @@ bool StageCopier::issueCopy(tile::LoadOp ld, Value dst, const Placement &place, 
     // Byte offset of the chunk in the stage buffer.
     Value phys = place(c[0], arith::MulIOp::create(b_, loc_, c[1], c32(eb_)));
     dsts.push_back(arith::AddIOp::create(b_, loc_, dst, phys));
+    if (gathered) {
+      copyGathered(ld, dsts.back(), c, maskWhole, transposed);
+      continue;
+    }
     // The chunk's elements are contiguous (checked above): one address, and
     // the lanes' coordinates computed here rather than kept from the entry.
     Value p0 = kl_.elem(ld.getPtr(), tileCoords(c[0], c[1]), loc_);

@@ -23,8 +23,10 @@ public:
     bool maskWhole; // every chunk is all in or all out of the mask
     bool fourByte;  // 4-byte elements at 4-byte aligned addresses: when not
                     // aligned and whole, copied as four 4-byte cp.async
-    // No element-wise path: every copy is a cp.async.
-    bool async() const { return (aligned && maskWhole) || fourByte; }
+    bool gathered;  // the chunk's elements are not provably contiguous (a
+                    // stride unknown at compile time): an address each
+    // No synchronous element-wise path: every copy is a cp.async.
+    bool async() const { return (aligned && maskWhole && !gathered) || fourByte; }
   };
   /// `transposed`: the tile is contiguous along its first axis, and its
   /// stage holds it transposed (rows along the second axis).
@@ -50,6 +52,11 @@ public:
                  int64_t producers = 0, bool transposed = false);
 
 private:
+  /// Copies one chunk of a gathered tile (CopyFacts::gathered), chunk
+  /// coordinates `c` in the stage's rows, to shared address `dst`: an
+  /// address per element, 4-byte cp.async for 4-byte elements, else a load
+  /// and a shared store.
+  void copyGathered(tile::LoadOp ld, Value dst, ArrayRef<Value> c, bool maskWhole, bool transposed);
   Value c32(int64_t v) { return kl_.i32c(v, loc_); }
   void asmCall(TypeRange results, ValueRange operands, StringRef text, StringRef constraints) {
     kl_.sideEffectAsm(results, operands, text, constraints, loc_);

@@ -26,6 +26,8 @@ std::optional<DotLoopEmitter::TmaOperand> DotLoopEmitter::tmaFor(tile::LoadOp ld
   };
   // The map's base address and row pitch must be 16-byte aligned: what
   // 16-byte aligned chunks at every row start imply.
+  if (copyFacts(ld).gathered)
+    return no("rows not provably contiguous");
   if (!copyFacts(ld).aligned)
     return no("rows not provably 16-byte aligned");
   std::string why;

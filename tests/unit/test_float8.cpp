@@ -212,10 +212,12 @@ TEST_CASE("8-bit float errors: scalar parameters and targets without cvt", "[flo
 namespace {
 // C = sa * sb * A @ B through kernels_dsl/basics/scaled_matmul.tile, B
 // column-major; returns ||C - ref|| / ||ref|| with ref in fp64 from the
-// 8-bit values (C f32 here, so only the accumulation is measured).
+// 8-bit values (C f32 here, so only the accumulation is measured). `step`:
+// the operands' elements are `step` bytes apart along K (2: every other
+// byte, so that no 16-byte chunk is contiguous and both are gathered).
 double scaledMatmulError(Context &ctx, const Format &fa, const Format &fb, int64_t M, int64_t N,
                          int64_t K, std::mt19937 &rng, const std::map<std::string, ConstexprValue> &cfg,
-                         const JitOptions &jo, bool rowMajorB = false) {
+                         const JitOptions &jo, bool rowMajorB = false, int64_t step = 1) {
   std::normal_distribution<float> nd(0.f, 1.f);
   std::vector<uint8_t> a(size_t(M * K)), b(size_t(N * K)); // b: column n is K contiguous bytes
   for (auto &x : a)
@@ -234,13 +236,23 @@ double scaledMatmulError(Context &ctx, const Format &fa, const Format &fb, int64
     for (int64_t n = 0; n < N; ++n)
       for (int64_t q = 0; q < K; ++q)
         stored[size_t(q * N + n)] = b[size_t(n * K + q)];
-  auto ad = ctx.upload(a), bd = ctx.upload(stored);
+  // Spread along K: element q of a row (A) or column (B) at byte q * step.
+  auto spread = [&](const std::vector<uint8_t> &v) {
+    std::vector<uint8_t> w(v.size() * size_t(step), 0x7F);
+    for (size_t i = 0; i < v.size(); ++i)
+      w[i * size_t(step)] = v[i];
+    return w;
+  };
+  if (step != 1)
+    stored = spread(stored);
+  auto ad = ctx.upload(step != 1 ? spread(a) : a), bd = ctx.upload(stored);
   auto cd = ctx.alloc<float>(size_t(M * N));
   auto sad = ctx.upload(std::vector<float>{sa}), sbd = ctx.upload(std::vector<float>{sb});
   std::vector<ArgValue> args = makeArgs(
       DevicePtr<uint8_t>{ad.ptr().address}, DevicePtr<uint8_t>{bd.ptr().address}, cd.ptr(),
-      sad.ptr(), sbd.ptr(), int32_t(M), int32_t(N), int32_t(K), int32_t(K), int32_t(1),
-      rowMajorB ? int32_t(N) : int32_t(1), rowMajorB ? int32_t(1) : int32_t(K), int32_t(N), int32_t(1));
+      sad.ptr(), sbd.ptr(), int32_t(M), int32_t(N), int32_t(K), int32_t(K * step), int32_t(step),
+      rowMajorB ? int32_t(N) : int32_t(step), rowMajorB ? int32_t(1) : int32_t(K * step), int32_t(N),
+      int32_t(1));
   args[0].type = k.signature().params[0].type;
   args[1].type = k.signature().params[1].type;
   int64_t bm = std::get<int64_t>(cx.at("BM")), bn = std::get<int64_t>(cx.at("BN"));
@@ -310,6 +322,28 @@ TEST_CASE("GPU fp8 tensor-core matmul (scaled_matmul) matches fp64", "[gpu][floa
         CHECK(err < 1e-3);
       }
     }
+}
+
+TEST_CASE("GPU fp8 matmul with strided operands (gathered copies) matches fp64",
+          "[gpu][float8][gathered]") {
+  std::unique_ptr<Context> ctx = tessera::testing::gpuOrSkip();
+  if (!ctx)
+    return;
+  Seeded rng;
+  INFO("seed " << rng.seed);
+  // Every other byte along K, and (no facts) contiguous operands the
+  // compiler was not told about: both copied byte by byte, then e4m3 wgmma.
+  for (auto [step, specialize] : {std::pair{int64_t(2), true}, {int64_t(1), false}}) {
+    JitOptions jo;
+    jo.numWarps = 4;
+    jo.numStages = 4;
+    jo.specialize = specialize;
+    std::map<std::string, ConstexprValue> cfg = {{"BM", int64_t(128)}, {"BN", int64_t(128)},
+                                                 {"BK", int64_t(128)}};
+    double err = scaledMatmulError(*ctx, kE4M3, kE4M3, 300, 200, 190, rng.rng, cfg, jo, false, step);
+    INFO("step " << step << (specialize ? "" : ", no facts") << ": rel err " << err);
+    CHECK(err < 1e-3);
+  }
 }
 
 namespace {
