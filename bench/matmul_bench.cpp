@@ -8,7 +8,8 @@
 //   matmul_bench [--iters N] [--also DT:M:N:K=CONFIG ...] DT M N K [DT M N K ...]
 //     DT in f32, f16, bf16, i8, f8e4m3, f8e5m2; a ":col" suffix (i8:col) stores
 //     B column-major (N x K, K contiguous: the K-major form 8-bit tensor cores
-//     read). The 8-bit floats run kernels_dsl/basics/scaled_matmul.tile (B
+//     read); ":ta" stores A transposed (K x M, M contiguous: A.T @ B, whose
+//     rows the kernel copies element by element). The 8-bit floats run kernels_dsl/basics/scaled_matmul.tile (B
 //     column-major, unit scales, C bf16). Each time is the median of 5 means of N
 //     back-to-back launches (default 3). --also times CONFIG too at that shape
 //     (a hand-picked config, say), the same way, in the same process.
@@ -123,7 +124,8 @@ int main(int argc, char **argv) {
       std::string dt = token.substr(0, token.find(':'));
       int64_t M = std::stoll(argv[i + 1]), N = std::stoll(argv[i + 2]), K = std::stoll(argv[i + 3]);
       bool isInt = dt == "i8", isF8 = dt == "f8e4m3" || dt == "f8e5m2";
-      bool colB = isF8 || token.size() > dt.size(); // ":col"
+      bool colB = isF8 || token.find(":col") != std::string::npos;
+      bool transA = token.find(":ta") != std::string::npos;
       size_t eb = dt == "f32" ? 4 : isInt || isF8 ? 1 : 2;
       // C in the operand type for 16-bit inputs, as cuBLAS writes it (torch's
       // bf16 matmul returns bf16): the epilogue moves the same bytes as the peer.
@@ -147,7 +149,7 @@ int main(int argc, char **argv) {
       for (auto [r, q] : samples) {
         double acc = 0;
         for (int64_t k = 0; k < K; ++k)
-          acc += toDouble(&ha[size_t(r * K + k) * eb], dt) *
+          acc += toDouble(&ha[size_t(transA ? k * M + r : r * K + k) * eb], dt) *
                  toDouble(&hb[size_t(colB ? q * K + k : k * N + q) * eb], dt);
         ref.push_back(acc);
       }
@@ -179,14 +181,16 @@ int main(int argc, char **argv) {
       TunedKernel mm(ctx, kfile, kname, cx, o, tuning);
       // B's strides: (N, 1) row-major, (1, K) column-major.
       int32_t sbk = colB ? 1 : int32_t(N), sbn = colB ? int32_t(K) : 1;
+      // A's strides: (K, 1) row-major, (1, M) transposed.
+      int32_t sam = transA ? 1 : int32_t(K), sak = transA ? int32_t(M) : 1;
       auto scales = ctx.upload(std::vector<float>{1.0f, 1.0f});
       std::vector<ArgValue> args =
           isF8 ? makeArgs(DevicePtr<uint8_t>{a.address()}, DevicePtr<uint8_t>{b.address()},
                           DevicePtr<uint8_t>{c.address()}, scales.ptr(), scales.ptr() + 1, int32_t(M),
-                          int32_t(N), int32_t(K), int32_t(K), int32_t(1), sbk, sbn, int32_t(N), int32_t(1))
+                          int32_t(N), int32_t(K), sam, sak, sbk, sbn, int32_t(N), int32_t(1))
                : makeArgs(DevicePtr<uint8_t>{a.address()}, DevicePtr<uint8_t>{b.address()},
-                          DevicePtr<uint8_t>{c.address()}, int32_t(M), int32_t(N), int32_t(K), int32_t(K),
-                          int32_t(1), sbk, sbn, int32_t(N), int32_t(1));
+                          DevicePtr<uint8_t>{c.address()}, int32_t(M), int32_t(N), int32_t(K), sam,
+                          sak, sbk, sbn, int32_t(N), int32_t(1));
       // Pointer element types are checked: retag the byte pointers with the kernel's types.
       for (size_t p = 0; p < 3; ++p)
         args[p].type = mm.signature().params[p].type;
