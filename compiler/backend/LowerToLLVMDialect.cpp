@@ -192,6 +192,18 @@ LogicalResult markKernels(ModuleOp module, const KernelMap &kernels) {
   return success();
 }
 
+/// scf-to-cf leaves an scf.for's `llvm.loop_annotation` on the latch branch
+/// as a discardable attribute, which the LLVM translation ignores: moved to
+/// the branch's own loop_annotation, it becomes the loop's !llvm.loop.
+void attachLoopAnnotations(ModuleOp module) {
+  module.walk([](LLVM::BrOp br) {
+    if (auto a = br->getAttrOfType<LLVM::LoopAnnotationAttr>("llvm.loop_annotation")) {
+      br.setLoopAnnotationAttr(a);
+      br->removeAttr("llvm.loop_annotation");
+    }
+  });
+}
+
 } // namespace
 
 LogicalResult lowerToLLVMDialect(ModuleOp module, const TargetOptions &options) {
@@ -210,6 +222,7 @@ LogicalResult lowerToLLVMDialect(ModuleOp module, const TargetOptions &options) 
   if (failed(pre.run(module)) || failed(expandArith(module)) || failed(convertToLLVM(module)) ||
       failed(markKernels(module, kernels)))
     return failure();
+  attachLoopAnnotations(module);
 
   // nvvm ops that are defined by inline PTX (no intrinsic) become
   // llvm.inline_asm; then the casts left by the conversion fold away.

@@ -71,6 +71,41 @@ void StageCopier::copyGathered(tile::LoadOp ld, Value dst, ArrayRef<Value> c, bo
   }
 }
 
+void StageCopier::copyFourByte(tile::LoadOp ld, Value dst, ArrayRef<Value> c, bool aligned,
+                               bool maskWhole, bool transposed) {
+  // A chunk that may be misaligned (ROAST's hashed offsets, odd leading
+  // dimensions) or partly masked is copied as one 16-byte cp.async when
+  // aligned and whole at run time, else as four 4-byte ones, each
+  // zero-filled when masked off. Every copy stays asynchronous: no
+  // element-wise path.
+  auto at = [&](Value col) {
+    return transposed ? SmallVector<Value>{col, c[0]} : SmallVector<Value>{c[0], col};
+  };
+  Value p0 = kl_.elem(ld.getPtr(), at(c[1]), loc_);
+  SmallVector<Value> mk, sizes;
+  for (int64_t v = 0; ld.getMask() && v < (maskWhole ? 1 : vecElems_); ++v) {
+    Value cv = v ? Value(arith::AddIOp::create(b_, loc_, c[1], c32(v))) : c[1];
+    mk.push_back(kl_.elem(ld.getMask(), at(cv), loc_));
+  }
+  for (int64_t v = 0; v < vecElems_; ++v) {
+    Value m = mk.empty() ? Value() : mk[maskWhole ? 0 : v];
+    sizes.push_back(m ? Value(arith::SelectOp::create(b_, loc_, m, c32(4), c32(0))) : c32(4));
+  }
+  Value wide = kl_.vectorGuard(mk, p0, 16, aligned, loc_);
+  if (!wide)
+    wide = arith::ConstantOp::create(b_, loc_, b_.getBoolAttr(true));
+  SmallVector<Value> operands{dst, p0, arith::ExtUIOp::create(b_, loc_, i32, wide)};
+  operands.append(sizes.begin(), sizes.end());
+  asmCall({}, operands,
+          "{\n.reg .pred p;\nsetp.ne.b32 p, $2, 0;\n"
+          "@p cp.async.cg.shared.global [$0], [$1], 16;\n"
+          "@!p cp.async.ca.shared.global [$0], [$1], 4, $3;\n"
+          "@!p cp.async.ca.shared.global [$0+4], [$1+4], 4, $4;\n"
+          "@!p cp.async.ca.shared.global [$0+8], [$1+8], 4, $5;\n"
+          "@!p cp.async.ca.shared.global [$0+12], [$1+12], 4, $6;\n}",
+          "r,l,r,r,r,r,r,~{memory}");
+}
+
 bool StageCopier::issueCopy(tile::LoadOp ld, Value dst, const Placement &place, Value producerTid,
                             int64_t producers, bool transposed) {
   Layout cl = copyLayout(ld, transposed);
@@ -81,12 +116,21 @@ bool StageCopier::issueCopy(tile::LoadOp ld, Value dst, const Placement &place, 
   auto tileCoords = [&](Value r, Value c) -> SmallVector<Value> {
     return transposed ? SmallVector<Value>{c, r} : SmallVector<Value>{r, c};
   };
-  if (gathered && eb_ != 4) {
-    // Loaded and stored, a chunk per iteration of a loop: unrolled, every
-    // chunk's values and addresses would be live at once.
+  // Gathered chunks (an address per element), and 4-byte chunks masked
+  // element by element (a mask each), are copied a chunk per iteration of a
+  // loop: unrolled, every chunk's addresses and masks would be live at once
+  // (LLVM hoists their invariant parts out of the dot loop), and a kernel
+  // compiled without argument facts spilled.
+  if (gathered || (fourByte && !maskWhole)) {
     Value t = producerTid ? producerTid : kl_.tid();
     int64_t threads = producerTid ? producers : kl_.threads();
     auto loop = scf::ForOp::create(b_, loc_, c32(0), c32(cl.chunks), c32(1));
+    // Kept a loop: LLVM would unroll a few trips and undo the point of it.
+    MLIRContext *ctx = b_.getContext();
+    auto noUnroll = LLVM::LoopUnrollAttr::get(ctx, b_.getBoolAttr(true), {}, {}, {}, {}, {}, {});
+    loop->setAttr("llvm.loop_annotation",
+                  LLVM::LoopAnnotationAttr::get(ctx, {}, {}, {}, noUnroll, {}, {}, {}, {}, {}, {},
+                                                {}, {}, {}, {}, {}));
     OpBuilder::InsertionGuard g(b_);
     kl_.enterLoopBody(loop);
     kl_.values().pushScope(); // no memo of the body's values outlives it
@@ -98,7 +142,11 @@ bool StageCopier::issueCopy(tile::LoadOp ld, Value dst, const Placement &place, 
     SmallVector<Value> c{arith::DivUIOp::create(b_, loc_, flat, c32(cl.shape[1])),
                          arith::RemUIOp::create(b_, loc_, flat, c32(cl.shape[1]))};
     Value phys = place(c[0], arith::MulIOp::create(b_, loc_, c[1], c32(eb_)));
-    copyGathered(ld, arith::AddIOp::create(b_, loc_, dst, phys), c, maskWhole, transposed);
+    Value at = arith::AddIOp::create(b_, loc_, dst, phys);
+    if (gathered)
+      copyGathered(ld, at, c, maskWhole, transposed);
+    else
+      copyFourByte(ld, at, c, aligned, maskWhole, transposed);
     kl_.values().popScope();
     scf::YieldOp::create(b_, loc_);
     return true;
@@ -121,6 +169,10 @@ bool StageCopier::issueCopy(tile::LoadOp ld, Value dst, const Placement &place, 
       copyGathered(ld, dsts.back(), c, maskWhole, transposed);
       continue;
     }
+    if (!(aligned && maskWhole) && fourByte) {
+      copyFourByte(ld, dsts.back(), c, aligned, maskWhole, transposed);
+      continue;
+    }
     // The chunk's elements are contiguous (checked above): one address, and
     // the lanes' coordinates computed here rather than kept from the entry.
     Value p0 = kl_.elem(ld.getPtr(), tileCoords(c[0], c[1]), loc_);
@@ -128,32 +180,6 @@ bool StageCopier::issueCopy(tile::LoadOp ld, Value dst, const Placement &place, 
     for (int64_t v = 0; ld.getMask() && v < (maskWhole ? 1 : vecElems_); ++v) {
       Value cv = v ? Value(arith::AddIOp::create(b_, loc_, c[1], c32(v))) : c[1];
       mk.push_back(kl_.elem(ld.getMask(), tileCoords(c[0], cv), loc_));
-    }
-    if (!(aligned && maskWhole) && fourByte) {
-      // 4-byte elements: a chunk that may be misaligned (ROAST's hashed
-      // offsets, odd leading dimensions) or partly masked is copied as one
-      // 16-byte cp.async when aligned and whole at run time, else as four
-      // 4-byte ones, each zero-filled when masked off. Every copy stays
-      // asynchronous: no element-wise path.
-      SmallVector<Value> sizes;
-      for (int64_t v = 0; v < vecElems_; ++v) {
-        Value m = mk.empty() ? Value() : mk[maskWhole ? 0 : v];
-        sizes.push_back(m ? Value(arith::SelectOp::create(b_, loc_, m, c32(4), c32(0))) : c32(4));
-      }
-      Value wide = kl_.vectorGuard(mk, p0, 16, aligned, loc_);
-      if (!wide)
-        wide = arith::ConstantOp::create(b_, loc_, b_.getBoolAttr(true));
-      SmallVector<Value> operands{dsts.back(), p0, arith::ExtUIOp::create(b_, loc_, i32, wide)};
-      operands.append(sizes.begin(), sizes.end());
-      asmCall({}, operands,
-              "{\n.reg .pred p;\nsetp.ne.b32 p, $2, 0;\n"
-              "@p cp.async.cg.shared.global [$0], [$1], 16;\n"
-              "@!p cp.async.ca.shared.global [$0], [$1], 4, $3;\n"
-              "@!p cp.async.ca.shared.global [$0+4], [$1+4], 4, $4;\n"
-              "@!p cp.async.ca.shared.global [$0+8], [$1+8], 4, $5;\n"
-              "@!p cp.async.ca.shared.global [$0+12], [$1+12], 4, $6;\n}",
-              "r,l,r,r,r,r,r,~{memory}");
-      continue;
     }
     if (aligned && maskWhole) {
       // Every chunk is all in or all out: a masked-off chunk copies 0 source

@@ -57,6 +57,10 @@ private:
   /// address per element, 4-byte cp.async for 4-byte elements, else a load
   /// and a shared store.
   void copyGathered(tile::LoadOp ld, Value dst, ArrayRef<Value> c, bool maskWhole, bool transposed);
+  /// Copies one chunk of 4-byte elements (CopyFacts::fourByte) that may be
+  /// misaligned or partly masked, chunk coordinates `c`, to `dst`.
+  void copyFourByte(tile::LoadOp ld, Value dst, ArrayRef<Value> c, bool aligned, bool maskWhole,
+                    bool transposed);
   Value c32(int64_t v) { return kl_.i32c(v, loc_); }
   void asmCall(TypeRange results, ValueRange operands, StringRef text, StringRef constraints) {
     kl_.sideEffectAsm(results, operands, text, constraints, loc_);

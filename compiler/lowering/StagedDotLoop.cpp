@@ -49,6 +49,8 @@ namespace {
 struct StagedLoad {
   tile::LoadOp load;
   bool transposed = false;
+  bool gathered = false; // contiguous along neither axis: an address per element
+
   int64_t rows = 0, rowElems = 0; // the stage's shape
 };
 
@@ -138,8 +140,8 @@ std::optional<StagedLoop> matchStagedLoop(scf::ForOp op, const CompileOptions &o
       l.transposed = false;
     else if (pa.contiguity[0] >= vec)
       l.transposed = true;
-    else
-      return std::nullopt;
+    else // copied element by element (StageCopier), in the load's own orientation
+      l.gathered = true;
     l.rows = lt.getDimSize(l.transposed ? 1 : 0);
     l.rowElems = lt.getDimSize(l.transposed ? 0 : 1);
     if ((l.rowElems * eb) % 16 || l.rows % 8)
@@ -426,10 +428,22 @@ std::string StagedDotLoopEmitter::summary() {
          (d.regsB ? "stored from registers" : "read") + " " + (d.kMajorB ? "K-major" : "N-major") + ")";
   }
   int64_t transposed = llvm::count_if(m_.loads, [](const StagedLoad &l) { return l.transposed; });
+  int64_t gathered = llvm::count_if(m_.loads, [](const StagedLoad &l) { return l.gathered; });
+  // Gathered 1- and 2-byte elements are loaded and stored (StageCopier).
+  bool allAsync = llvm::all_of(m_.loads, [](const StagedLoad &l) {
+    return !l.gathered || cast<RankedTensorType>(l.load->getResult(0).getType()).getElementTypeBitWidth() == 32;
+  });
   bool overlapped = planOverlap().has_value();
+  std::string notes;
+  if (transposed)
+    notes += std::to_string(transposed) + " stored transposed";
+  if (gathered)
+    notes += (notes.empty() ? "" : ", ") + std::to_string(gathered) +
+             " copied element by element: rows not provably contiguous (a unit inner stride: "
+             "pass 1 at launch, which specialization makes a constant, or --assume NAME=1)";
   return s + "; " + std::to_string(m_.loads.size()) + " loaded tiles" +
-         (transposed ? " (" + std::to_string(transposed) + " stored transposed)" : "") +
-         " copied by cp.async " + std::to_string(overlapped ? S - 2 : S - 1) + " iterations ahead (" +
+         (notes.empty() ? "" : " (" + notes + ")") +
+         " copied " + (allAsync ? "by cp.async " : "") + std::to_string(overlapped ? S - 2 : S - 1) + " iterations ahead (" +
          std::to_string(S) + " stages)" +
          (overlapped ? "; the second product overlaps the next iteration's softmax" : "");
 }
