@@ -16,6 +16,10 @@ public:
   /// Copies of tiles with `ea` elements, emitted with `kl`'s builder at `loc`.
   StageCopier(KernelLowering &kl, OpBuilder &b, Location loc, Type ea);
 
+  /// The loops of chunks that issueCopy emits (gathered or masked element by
+  /// element) stay loops: LLVM is told not to unroll them.
+  void keepChunkLoopsRolled() { rolled_ = true; }
+
   /// What axis info proves about an operand's 16-byte chunks, which decides
   /// how issueCopy copies them (and whether warp specialization may).
   struct CopyFacts {
@@ -72,6 +76,7 @@ private:
   Type ea_, i32;
   int64_t eb_, vecElems_;
   LLVM::LLVMPointerType ptr3_;
+  bool rolled_ = false;
 };
 
 } // namespace tessera::lowering::detail

@@ -509,6 +509,7 @@ bool StagedDotLoopEmitter::issueIteration(Value j) {
     const Ring &r = rings[i];
     StagedLoad &l = m_.loads[i];
     StageCopier copier(kl_, b_, loc, cast<RankedTensorType>(l.load.getType()).getElementType());
+    copier.keepChunkLoopsRolled();
     ok = copier.issueCopy(l.load, slot(i, j), copier.swizzledIn(r.rows, r.width), Value(), 0,
                           l.transposed);
   }
