@@ -68,7 +68,14 @@ public:
                : wgmma ? wgmmaAccLayout(BM, BN, opts.numWarps)
                        : mmaLayoutFor(BM, BN, opts.numWarps).value_or(Layout())),
         T(accLay.tm), R(accLay.slots()), RB(swap ? BM / 2 : BN / 2),
-        accCons(int8 ? "=r," : "=f,") {}
+        accCons(int8 ? "=r," : "=f,") {
+    // A contiguous along M only (A.T @ B with A stored K x M): 16-bit wgmma
+    // reads it M-major (its transpose bit), so its copies stay 16-byte ones.
+    if (half && useWgmma && !swap && BM % 64 == 0) {
+      AxisInfo pa = kl.axis().get(m.loadA.getPtr());
+      aMMajor = pa.contiguity[1] < vecElems && pa.contiguity[0] >= vecElems;
+    }
+  }
 
   /// Whether the tile sizes, operand contiguity, pointer tiles and shared
   /// memory allow the pipeline; false leaves the loop to the generic lowering
@@ -141,6 +148,12 @@ private:
   // B copied into a K-major stage from a transposed, column-major or gathered
   // tile (DotLoop::transB, bColumnMajor, bGathered).
   const bool kMajorB;
+  // A's stage holds rows of K, M contiguous (A stored M-major; 16-bit wgmma
+  // with its transpose-A bit), else rows of M, K contiguous.
+  bool aMMajor = false;
+  // An M-major A stage's swizzle width (every 64-row block is one 128-byte
+  // column block: BM is a multiple of 64).
+  int64_t WAm() const { return std::min<int64_t>(128, BM * eb); }
   const bool bViaRegs;
   // B's stage holds rows of N (K contiguous): transposed through registers,
   // or copied so. Otherwise rows of K, N contiguous (16-bit wgmma transposes).
@@ -227,7 +240,9 @@ private:
   using CopyFacts = StageCopier::CopyFacts;
   using Placement = StageCopier::Placement;
   // A column-major or gathered B is copied transposed: its stage rows run along N.
-  bool copiedTransposed(tile::LoadOp ld) const { return ld == m_.loadB && m_.bCopiedTransposed(); }
+  bool copiedTransposed(tile::LoadOp ld) const {
+    return ld == m_.loadB ? m_.bCopiedTransposed() : aMMajor;
+  }
   // An operand copied element by element (StageCopier::CopyFacts::gathered).
   bool gathered(tile::LoadOp ld) { return copyFacts(ld).gathered; }
   Layout copyLayout(tile::LoadOp ld) { return copier_.copyLayout(ld, copiedTransposed(ld)); }
@@ -236,6 +251,8 @@ private:
     return copier_.swizzled(r, colByte, R, W);
   }
   Placement swizzledIn(int64_t R, int64_t W) { return copier_.swizzledIn(R, W); }
+  // Where a copied chunk of A goes in its stage (K-major or M-major rows).
+  Placement aPlacement() { return aMMajor ? swizzledIn(BK, WAm()) : swizzledIn(BM, WA); }
   // Where a copied chunk of B goes in its stage (N-major or K-major rows).
   Placement bPlacement() { return swizzledIn(kMajorB ? BN : BK, WB); }
   // Copies one operand tile of iteration j to shared memory at `dst` +

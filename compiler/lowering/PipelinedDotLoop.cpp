@@ -134,6 +134,7 @@ std::string DotLoopEmitter::summary() const {
                  " computing C^T = B^T A^T, B^T from registers"
       : useWgmma ? "wgmma m64n" + std::to_string(BN) + "k" + std::to_string(kPerInst)
                  : std::string("mma.sync m16n8k16 with ldmatrix");
+  std::string a = aMMajor ? ", A copied M-major (read transposed by wgmma)" : "";
   std::string b = m_.bGathered ? ", B gathered into a K-major stage"
                   : m_.bColumnMajor ? ", B column-major, copied K-major"
                   : kMajorB    ? ", B^T copied K-major"
@@ -147,7 +148,7 @@ std::string DotLoopEmitter::summary() const {
   std::string g;
   for (const std::string &why : gatheredWhy)
     g += "; " + why;
-  return what + ", " + std::to_string(S) + " stages" + b +
+  return what + ", " + std::to_string(S) + " stages" + a + b +
          (ws ? ", warp-specialized (a producer warpgroup copies)" : "") + tma + g;
 }
 
@@ -362,7 +363,7 @@ bool DotLoopEmitter::issueIteration(Value j, ArrayRef<Value> bVals) {
   OpBuilder::InsertionGuard g(b_);
   b_.setInsertionPointToStart(ifOp.thenBlock());
   bool ok = bindIteration(j);
-  ok = ok && issueCopy(m_.loadA, aStage(j), swizzledIn(BM, WA));
+  ok = ok && issueCopy(m_.loadA, aStage(j), aPlacement());
   if (bStaged || swap)
     ok = ok && issueCopy(m_.loadB, rawStage(j),
                          [this](Value r, Value colByte) { return rowMajorRaw(r, colByte); });
@@ -434,7 +435,7 @@ std::string DotLoopEmitter::wgmmaText() const {
   // Scale and transpose immediates: 16-bit types read B transposed; tf32 and
   // the 8-bit floats have scales only; integer wgmma has neither.
   text += "}, $" + std::to_string(RB) + ", $" + std::to_string(RB + 1) +
-          (half ? (kMajorB ? ", p, 1, 1, 0, 0;\n}" : ", p, 1, 1, 0, 1;\n}")
+          (half ? std::string(", p, 1, 1, ") + (aMMajor ? "1, " : "0, ") + (kMajorB ? "0;\n}" : "1;\n}")
                 : int8 ? ", p;\n}" : ", p, 1, 1;\n}");
   return text;
 }
@@ -520,14 +521,16 @@ void DotLoopEmitter::emitMmaSyncSteps(SmallVector<Value> &accs, Value i) {
 
 Value DotLoopEmitter::wgRowBytes() {
   Value warp = arith::ShRUIOp::create(b_, loc, kl_.tid(), c32(5));
+  // M-major: T column blocks of 64 rows, each BK rows of 128 bytes.
   return arith::MulIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, warp, c32(2)),
-                               c32(T * 64 * WA));
+                               c32(aMMajor ? T * BK * WAm() : T * 64 * WA));
 }
 
 void DotLoopEmitter::issueWgmmas(Value i, Value rowBytes, SmallVector<Value> &accs) {
   // A is K-major (leading offset unused with swizzling); B is N-major: its
   // W-byte column blocks are BK * W bytes apart.
-  int64_t highA = descHigh(16, 8 * WA, WA);
+  // An M-major A is read like an N-major B (transposed by wgmma).
+  int64_t highA = aMMajor ? descHigh(BK * WAm(), 8 * WAm(), WAm()) : descHigh(16, 8 * WA, WA);
   int64_t highB = bStageKMajor ? descHigh(16, 8 * WB, WB) : descHigh(BK * WB, 8 * WB, WB);
   std::string mmaText = wgmmaText(), mmaCons = wgmmaConstraints();
   Value sB = bStage(i);
@@ -541,8 +544,9 @@ void DotLoopEmitter::issueWgmmas(Value i, Value rowBytes, SmallVector<Value> &ac
                                    c32(bStageKMajor ? kb / WB * (BN * WB) + kb % WB : kk * 16 * WB)),
              highB);
     for (int64_t t = 0; t < T; ++t) { // the warpgroup's 64-row blocks
-      Value aAddr =
-          arith::AddIOp::create(b_, loc, sAw, c32(kb / WA * (BM * WA) + kb % WA + t * 64 * WA));
+      Value aAddr = arith::AddIOp::create(
+          b_, loc, sAw,
+          c32(aMMajor ? t * BK * WAm() + kk * 16 * WAm() : kb / WA * (BM * WA) + kb % WA + t * 64 * WA));
       wgmmaOnBlock(mmaText, mmaCons, {desc(aAddr, highA), bDesc, c32(1)}, accs, t);
     }
   }

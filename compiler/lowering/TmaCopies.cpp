@@ -44,7 +44,7 @@ std::optional<DotLoopEmitter::TmaOperand> DotLoopEmitter::tmaFor(tile::LoadOp ld
 void DotLoopEmitter::planTma() {
   if (!opts_.tma || !ws || !useWgmma)
     return;
-  tmaA = tmaFor(m_.loadA, BM, WA);
+  tmaA = aMMajor ? tmaFor(m_.loadA, BK, WAm()) : tmaFor(m_.loadA, BM, WA);
   if (!swap)
     tmaB = tmaFor(m_.loadB, kMajorB ? BN : BK, WB);
   else if (tmaWhyNot.empty())

@@ -109,7 +109,7 @@ bool DotLoopEmitter::wsProducer(Value base) {
   // The cp.async copies need the iteration's addresses and masks (TMA boxes
   // need only their origins).
   if (anyCpAsync()) {
-    bool ok = bindIteration(j) && (tmaA || issueCopy(m_.loadA, aStage(gj), swizzledIn(BM, WA))) &&
+    bool ok = bindIteration(j) && (tmaA || issueCopy(m_.loadA, aStage(gj), aPlacement())) &&
               (tmaB || (swap ? issueCopy(m_.loadB, rawStage(gj),
                                          [this](Value r, Value colByte) { return rowMajorRaw(r, colByte); })
                              : issueCopy(m_.loadB, bStage(gj), bPlacement())));

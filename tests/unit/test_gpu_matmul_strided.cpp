@@ -3,8 +3,9 @@
 // compiler was not told about (no specialization). The pipeline copies such
 // operands element by element into its stages (StageCopier's gathered
 // copies: 4-byte cp.async, or loads and shared stores for 1- and 2-byte
-// elements) and still multiplies on the tensor cores. Against fp64 on the
-// CPU, at ragged shapes. Skips visibly without a GPU.
+// elements) and still multiplies on the tensor cores; a 16-bit A contiguous
+// along M is copied whole into an M-major stage that wgmma reads transposed.
+// Against fp64 on the CPU, at ragged shapes. Skips visibly without a GPU.
 #include "GpuTestSupport.h"
 #include "MatmulTestSupport.h"
 #include "TestSupport.h"
@@ -29,6 +30,8 @@ struct Cfg {
   const char *arch = ""; // "" = the device's
   bool persistent = false;
   bool specialize = true;
+  bool tma = true;
+  bool warpSpecialize = true;
 };
 
 // Relative L2 error of kernels_dsl/basics/matmul.tile (or matmul_persistent)
@@ -50,6 +53,8 @@ double stridedError(Context &ctx, const std::string &dt, int64_t M, int64_t N, i
   o.numStages = 4;
   o.target = Target::parse(cfg.arch);
   o.specialize = cfg.specialize;
+  o.tma = cfg.tma;
+  o.warpSpecialize = cfg.warpSpecialize;
   std::map<std::string, ConstexprValue> cx = {
       {"BM", cfg.bm}, {"BN", cfg.bn}, {"BK", cfg.bk}, {"GROUP", int64_t(4)},
       {"DT", *parseDType(dt)}, {"ACC", *parseDType(isInt ? "i32" : "f32")},
@@ -106,4 +111,41 @@ TEST_CASE("GPU matmul with operands of any strides (gathered copies) matches fp6
         CHECK(rel <= bound(dt));
       }
   }
+}
+
+TEST_CASE("GPU matmul with A stored M-major (A.T @ B) on wgmma's transposed A matches fp64",
+          "[gpu][matmul][gathered]") {
+  std::unique_ptr<Context> ctx = gpuOrSkip();
+  if (!ctx)
+    return;
+  uint64_t seed = freshSeed();
+  INFO("seed " << seed);
+  // A column-major (M contiguous) with a 16-byte aligned leading dimension, B
+  // row-major: 16-bit types copy A in 16-byte chunks into an M-major stage
+  // (TMA when warp-specialized, cp.async otherwise) and set wgmma's
+  // transpose-A bit; f32 and i8 have no such bit and stay gathered. At a
+  // ragged shape (masked chunks) and at one the tiles divide (whole chunks).
+  struct Shape {
+    int64_t M, N, K;
+  };
+  for (Shape sh : {Shape{300, 200, 190}, Shape{256, 256, 192}})
+    for (std::string dt : {"bf16", "f16", "f32", "i8"}) {
+      const int64_t lda = (sh.M + 15) / 16 * 16;
+      const Strides s{1, lda, sh.N, 1};
+      int64_t bk = dt == "i8" ? 64 : 32;
+      std::vector<Cfg> cfgs = {{128, 128, bk, 4},                   // TMA, warp-specialized
+                               {128, 256, bk, 8},                   // two consumer warpgroups
+                               {64, 128, bk, 4},                    // one 64-row block
+                               {128, 128, bk, 4, "", true},         // persistent
+                               {128, 128, bk, 4, "", false, true, false},        // cp.async
+                               {128, 128, bk, 4, "", false, true, true, false}}; // not specialized
+      for (const Cfg &cfg : cfgs) {
+        double rel = stridedError(*ctx, dt, sh.M, sh.N, sh.K, s, cfg, seed++);
+        INFO(dt << " " << sh.M << "x" << sh.N << "x" << sh.K << " lda " << lda << " tile " << cfg.bm
+                << "x" << cfg.bn << "x" << cfg.bk << " warps " << cfg.warps
+                << (cfg.persistent ? " persistent" : "") << (cfg.tma ? "" : " no TMA")
+                << (cfg.warpSpecialize ? "" : " not warp-specialized") << ": relative error " << rel);
+        CHECK(rel <= bound(dt));
+      }
+    }
 }
