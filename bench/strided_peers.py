@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """A.T @ B: the tutorial matmul with A stored transposed (K x M, M contiguous),
-so that its rows along K are not contiguous and the pipeline copies them element
-by element (gathered copies). Side by side in one session on one GPU:
+so that its rows along K are not contiguous. bf16: the pipeline copies A whole
+into an M-major stage that wgmma reads with its transpose-A bit; tf32 (whose
+wgmma reads K-major only): element by element (gathered copies). Side by side
+in one session on one GPU:
 
   tessera         matmul_bench DT:ta, tuned over the kernel's @autotune space
   tessera_unpiped the same kernel at the default tile with num_stages=2: the
-                  unpipelined lowering that such operands took before gathered
-                  copies (mma.sync or FMA from shared memory)
+                  unpipelined lowering that such operands took before session 20
+                  (mma.sync or FMA from shared memory)
   cublas          torch: a.t() @ b on the transposed storage (cuBLAS's TN kernel)
 
     python3 bench/strided_peers.py --bin build/bin/matmul_bench --commit X --out F
@@ -56,15 +58,16 @@ def main():
                "tessera_unpipelined_ms": mine.get("also_ms"), "unpipelined_config": UNPIPED,
                "cublas_ms": peer, "cublas_ms_before_after": [p0, p1],
                "tessera_vs_cublas": peer / mine["ms"],
-               "gathered_vs_unpipelined": mine["also_ms"] / mine["ms"] if mine.get("also_ms") else None,
+               "vs_unpipelined": mine["also_ms"] / mine["ms"] if mine.get("also_ms") else None,
                "tessera_configs": mine.get("configs", [])}
         rows.append(row)
         print(json.dumps({k2: v for k2, v in row.items() if k2 != "tessera_configs"}))
     write_results(args.out, "strided_matmul", args.commit,
-                  "A.T @ B with A's rows along K not contiguous: gathered element-wise copies "
-                  "into the pipeline's stages (tensor cores) against the unpipelined lowering "
-                  "those operands took before, and cuBLAS's TN matmul. Ratios peer_ms / "
-                  "tessera_ms (>1: Tessera faster). No issue target: a measurement.",
+                  "A.T @ B with A's rows along K not contiguous (A stored K x M): bf16 copies A "
+                  "whole into an M-major stage read by wgmma's transposed A, tf32 copies it "
+                  "element by element (gathered); against the unpipelined lowering those "
+                  "operands took before, and cuBLAS's TN matmul. Ratios peer_ms / tessera_ms "
+                  "(>1: Tessera faster). No issue target: a measurement.",
                   rows, targets=[])
 
 
