@@ -107,14 +107,22 @@ std::optional<DotLoop> matchDotLoop(scf::ForOp op, std::string *why) {
   Value bSrc = beforeConversion(m.dot.getB(), m.toOperandB);
   if (!aSrc || !bSrc)
     return no("an operand of the dot is not a tile loaded in the loop", m.dot);
+  // Either operand may be a transposed load (A.T @ B, A @ B^T).
+  auto transposedLoad = [&](Value &src, tile::TransOp &trans, const char *name) {
+    auto tr = src.getDefiningOp<tile::TransOp>();
+    if (!tr)
+      return true;
+    if (tr->getBlock() != &body || !tr->hasOneUse() || tr.getOrder() != ArrayRef<int32_t>{1, 0}) {
+      no(std::string(name) + " is a transpose used by more than the dot", tr);
+      return false;
+    }
+    trans = tr;
+    src = tr.getSrc();
+    return true;
+  };
+  if (!transposedLoad(aSrc, m.transA, "A") || !transposedLoad(bSrc, m.transB, "B"))
+    return std::nullopt;
   m.loadA = aSrc.getDefiningOp<tile::LoadOp>();
-  // B may be a transposed load (A @ B^T).
-  if (auto tr = bSrc.getDefiningOp<tile::TransOp>()) {
-    if (tr->getBlock() != &body || !tr->hasOneUse() || tr.getOrder() != ArrayRef<int32_t>{1, 0})
-      return no("B is a transpose used by more than the dot", tr);
-    m.transB = tr;
-    bSrc = tr.getSrc();
-  }
   m.loadB = bSrc.getDefiningOp<tile::LoadOp>();
   for (auto [ld, name] : {std::pair(m.loadA, "A"), std::pair(m.loadB, "B")}) {
     if (!ld || ld->getBlock() != &body)

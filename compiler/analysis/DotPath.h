@@ -31,6 +31,10 @@ struct DotLoop {
   // BN x BK, contiguous along K (A @ B^T, as in Q K^T). It is copied as it is
   // into a K-major stage, which wgmma reads for every operand type.
   tile::TransOp transB;
+  // A given transposed: `dot(trans(load(...)), b)` with the loaded tile
+  // BK x BM (A.T @ B written as Triton users write it). Copied into A's
+  // stage like a load of the BM x BK tile with the other axis contiguous.
+  tile::TransOp transA;
   // B given column-major: a BK x BN tile contiguous along K and not along N
   // (`x @ w` with w stored N x K, K-contiguous, as a linear layer keeps its
   // weight). Copied, like a transposed B, into a K-major stage: the native

@@ -73,7 +73,8 @@ public:
     // reads it M-major (its transpose bit), so its copies stay 16-byte ones.
     if (half && useWgmma && !swap && BM % 64 == 0) {
       AxisInfo pa = kl.axis().get(m.loadA.getPtr());
-      aMMajor = pa.contiguity[1] < vecElems && pa.contiguity[0] >= vecElems;
+      size_t mAxis = m.transA ? 1 : 0; // the loaded tile's M axis
+      aMMajor = pa.contiguity[1 - mAxis] < vecElems && pa.contiguity[mAxis] >= vecElems;
     }
   }
 
@@ -240,8 +241,10 @@ private:
   using CopyFacts = StageCopier::CopyFacts;
   using Placement = StageCopier::Placement;
   // A column-major or gathered B is copied transposed: its stage rows run along N.
+  // A's stage rows run along the loaded tile's second axis: K-major rows (M)
+  // of a transposed A, or M-major rows (K) of an A loaded as it is.
   bool copiedTransposed(tile::LoadOp ld) const {
-    return ld == m_.loadB ? m_.bCopiedTransposed() : aMMajor;
+    return ld == m_.loadB ? m_.bCopiedTransposed() : aMMajor != bool(m_.transA);
   }
   // An operand copied element by element (StageCopier::CopyFacts::gathered).
   bool gathered(tile::LoadOp ld) { return copyFacts(ld).gathered; }

@@ -77,6 +77,13 @@ bool DotLoopEmitter::applies() {
     if (!gathered(ld))
       continue;
     std::string what = ld == m_.loadA ? "A" : "B";
+    // An A contiguous along M that this path cannot read M-major.
+    size_t mAxis = m_.transA ? 1 : 0;
+    if (ld == m_.loadA && kl_.axis().get(ld.getPtr()).contiguity[mAxis] >= vecElems) {
+      gatheredWhy.push_back("A copied element by element: its rows run along M, which only "
+                            "16-bit wgmma reads (transposed); this path reads A K-major");
+      continue;
+    }
     if (std::string at = brokenRunAt(kl_.axis(), ld); !at.empty())
       gatheredWhy.push_back(what + " copied element by element: a run-time '%' or '/' (" +
                             at.substr(0, at.size() - 2) +
@@ -306,7 +313,8 @@ bool DotLoopEmitter::bindIteration(Value j) {
   for (Operation &o : op_.getBody()->without_terminator()) {
     if (&o == m_.loadA.getOperation() || &o == m_.loadB.getOperation() ||
         &o == m_.dot.getOperation() || &o == m_.toOperandA.getOperation() ||
-        &o == m_.toOperandB.getOperation() || &o == m_.transB.getOperation())
+        &o == m_.toOperandB.getOperation() || &o == m_.transB.getOperation() ||
+        &o == m_.transA.getOperation())
       continue;
     if (!kl_.lowerOp(&o))
       return false;
