@@ -50,7 +50,7 @@ void StageCopier::copyGathered(tile::LoadOp ld, Value dst, ArrayRef<Value> c, bo
   Value m0;
   for (int64_t v = 0; v < vecElems_; ++v) {
     Value cv = v ? Value(arith::AddIOp::create(b_, loc_, c[1], c32(v))) : c[1];
-    SmallVector<Value> at = transposed ? SmallVector<Value>{cv, c[0]} : SmallVector<Value>{c[0], cv};
+    SmallVector<Value> at = tileCoords(c[0], cv, transposed);
     Value p = kl_.elem(ld.getPtr(), at, loc_);
     Value mask;
     if (ld.getMask())
@@ -78,14 +78,11 @@ void StageCopier::copyFourByte(tile::LoadOp ld, Value dst, ArrayRef<Value> c, bo
   // aligned and whole at run time, else as four 4-byte ones, each
   // zero-filled when masked off. Every copy stays asynchronous: no
   // element-wise path.
-  auto at = [&](Value col) {
-    return transposed ? SmallVector<Value>{col, c[0]} : SmallVector<Value>{c[0], col};
-  };
-  Value p0 = kl_.elem(ld.getPtr(), at(c[1]), loc_);
+  Value p0 = kl_.elem(ld.getPtr(), tileCoords(c[0], c[1], transposed), loc_);
   SmallVector<Value> mk, sizes;
   for (int64_t v = 0; ld.getMask() && v < (maskWhole ? 1 : vecElems_); ++v) {
     Value cv = v ? Value(arith::AddIOp::create(b_, loc_, c[1], c32(v))) : c[1];
-    mk.push_back(kl_.elem(ld.getMask(), at(cv), loc_));
+    mk.push_back(kl_.elem(ld.getMask(), tileCoords(c[0], cv, transposed), loc_));
   }
   for (int64_t v = 0; v < vecElems_; ++v) {
     Value m = mk.empty() ? Value() : mk[maskWhole ? 0 : v];
@@ -112,10 +109,6 @@ bool StageCopier::issueCopy(tile::LoadOp ld, Value dst, const Placement &place, 
   if (producerTid) // the producer warpgroup's chunks
     cl.chunks = cl.total / (producers * vecElems_);
   auto [aligned, maskWhole, fourByte, gathered] = copyFacts(ld, transposed);
-  // (row, element in row) of the stage -> the loaded tile's coordinates.
-  auto tileCoords = [&](Value r, Value c) -> SmallVector<Value> {
-    return transposed ? SmallVector<Value>{c, r} : SmallVector<Value>{r, c};
-  };
   // Gathered chunks (an address per element), and 4-byte chunks masked
   // element by element (a mask each), are copied a chunk per iteration of a
   // loop: unrolled here, every chunk's addresses and masks were live at once
@@ -180,11 +173,11 @@ bool StageCopier::issueCopy(tile::LoadOp ld, Value dst, const Placement &place, 
     }
     // The chunk's elements are contiguous (checked above): one address, and
     // the lanes' coordinates computed here rather than kept from the entry.
-    Value p0 = kl_.elem(ld.getPtr(), tileCoords(c[0], c[1]), loc_);
+    Value p0 = kl_.elem(ld.getPtr(), tileCoords(c[0], c[1], transposed), loc_);
     SmallVector<Value> mk;
     for (int64_t v = 0; ld.getMask() && v < (maskWhole ? 1 : vecElems_); ++v) {
       Value cv = v ? Value(arith::AddIOp::create(b_, loc_, c[1], c32(v))) : c[1];
-      mk.push_back(kl_.elem(ld.getMask(), tileCoords(c[0], cv), loc_));
+      mk.push_back(kl_.elem(ld.getMask(), tileCoords(c[0], cv, transposed), loc_));
     }
     if (aligned && maskWhole) {
       // Every chunk is all in or all out: a masked-off chunk copies 0 source

@@ -65,6 +65,10 @@ private:
   /// misaligned or partly masked, chunk coordinates `c`, to `dst`.
   void copyFourByte(tile::LoadOp ld, Value dst, ArrayRef<Value> c, bool aligned, bool maskWhole,
                     bool transposed);
+  /// (row, element in row) of the stage -> the loaded tile's coordinates.
+  static SmallVector<Value> tileCoords(Value r, Value c, bool transposed) {
+    return transposed ? SmallVector<Value>{c, r} : SmallVector<Value>{r, c};
+  }
   Value c32(int64_t v) { return kl_.i32c(v, loc_); }
   void asmCall(TypeRange results, ValueRange operands, StringRef text, StringRef constraints) {
     kl_.sideEffectAsm(results, operands, text, constraints, loc_);
