@@ -150,7 +150,8 @@ TEST_CASE("GPU matmul with A stored M-major (A.T @ B) on wgmma's transposed A ma
     }
 }
 
-TEST_CASE("GPU dot(trans(a), b) with A stored K x M matches fp64", "[gpu][matmul][gathered]") {
+TEST_CASE("GPU dot(trans(a), b) and dot(trans(a), trans(b)) with A stored K x M match fp64",
+          "[gpu][matmul][gathered]") {
   std::unique_ptr<Context> ctx = gpuOrSkip();
   if (!ctx)
     return;
@@ -162,7 +163,8 @@ TEST_CASE("GPU dot(trans(a), b) with A stored K x M matches fp64", "[gpu][matmul
   const std::string source = R"(
 @kernel
 def mm_ta(A: *DT, B: *DT, C: *f32, M: i32, N: i32, K: i32,
-          BM: constexpr = 128, BN: constexpr = 128, BK: constexpr = 64, DT: constexpr = bf16):
+          BM: constexpr = 128, BN: constexpr = 128, BK: constexpr = 64, DT: constexpr = bf16,
+          BT: constexpr = False):
     rm = program_id(0) * BM + arange(0, BM)
     rn = program_id(1) * BN + arange(0, BN)
     rk = arange(0, BK)
@@ -170,9 +172,14 @@ def mm_ta(A: *DT, B: *DT, C: *f32, M: i32, N: i32, K: i32,
     for k0 in range(0, K, BK):
         at = load(A + (k0 + rk)[:, None] * M + rm[None, :],
                   mask=((k0 + rk)[:, None] < K) & (rm[None, :] < M), other=0.0)
-        b = load(B + (k0 + rk)[:, None] * N + rn[None, :],
-                 mask=((k0 + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
-        acc = dot(trans(at), b, acc)
+        if BT:  # B stored N x K as well: A.T @ B.T
+            bt = load(B + rn[:, None] * K + (k0 + rk)[None, :],
+                      mask=(rn[:, None] < N) & ((k0 + rk)[None, :] < K), other=0.0)
+            acc = dot(trans(at), trans(bt), acc)
+        else:
+            b = load(B + (k0 + rk)[:, None] * N + rn[None, :],
+                     mask=((k0 + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
+            acc = dot(trans(at), b, acc)
     store(C + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 )";
   struct Shape {
@@ -180,7 +187,8 @@ def mm_ta(A: *DT, B: *DT, C: *f32, M: i32, N: i32, K: i32,
   };
   for (Shape sh : {Shape{300, 208, 190}, Shape{256, 256, 192}})
     for (std::string dt : {"bf16", "f16", "f32"})
-      for (int warps : {4, 8}) {
+      for (int warps : {4, 8})
+        for (bool bt : {false, true}) {
         std::mt19937 rng{uint32_t(seed++)};
         Operand a = randomOperand(rng, dt, size_t(sh.K * sh.M)), b = randomOperand(rng, dt, size_t(sh.K * sh.N));
         DeviceMemory da = ctx->allocBytes(a.bytes.size()), db = ctx->allocBytes(b.bytes.size());
@@ -190,20 +198,21 @@ def mm_ta(A: *DT, B: *DT, C: *f32, M: i32, N: i32, K: i32,
         dc.memset(0xFF);
         JitOptions o;
         o.numWarps = warps;
-        Kernel k = compileString(*ctx, source, "mm_ta.tile", "mm_ta", {{"DT", *parseDType(dt)}}, o);
+        Kernel k = compileString(*ctx, source, "mm_ta.tile", "mm_ta", {{"DT", *parseDType(dt)}, {"BT", bt}}, o);
         std::vector<uint8_t> hc =
             launchMatmul(*ctx, k, Grid{unsigned(cdiv(sh.M, 128)), unsigned(cdiv(sh.N, 128))}, da, db, dc,
                          {int32_t(sh.M), int32_t(sh.N), int32_t(sh.K)});
         auto ref = [&](int64_t i, int64_t j) {
           double r = 0;
           for (int64_t q = 0; q < sh.K; ++q)
-            r += a.vals[size_t(q * sh.M + i)] * b.vals[size_t(q * sh.N + j)];
+            r += a.vals[size_t(q * sh.M + i)] * b.vals[size_t(bt ? j * sh.K + q : q * sh.N + j)];
           return r;
         };
         double rel = relErrL2(sh.M, sh.N, ref, [&](int64_t i, int64_t j) {
           return resultAt(hc, size_t(i * sh.N + j), false);
         });
-        INFO(dt << " " << sh.M << "x" << sh.N << "x" << sh.K << " warps " << warps << ": relative error " << rel);
+        INFO(dt << " " << sh.M << "x" << sh.N << "x" << sh.K << " warps " << warps << (bt ? " B^T" : "")
+                << ": relative error " << rel);
         CHECK(rel <= bound(dt));
       }
 }
