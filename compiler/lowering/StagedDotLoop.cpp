@@ -419,44 +419,12 @@ public:
   }
 };
 
-/// Whether `o` (or an op nested in it) may write memory.
-bool mayWrite(Operation *o) {
-  bool w = false;
-  o->walk([&](Operation *in) {
-    if (auto mi = dyn_cast<MemoryEffectOpInterface>(in))
-      w = w || mi.hasEffect<MemoryEffects::Write>();
-    else if (!isa<tile::LoadOp>(in) && !in->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
-      w = true; // (tile.load only reads; it declares no effects)
-  });
-  return w;
-}
-
-/// The load that defines `v`, when its registers would otherwise live across
-/// another loop before `loop` (Q across a causal attention's two loops) and
-/// reading its memory again at `loop` gives the same tile: a plain load in
-/// the loop's block, nothing between them that may write memory.
-tile::LoadOp rereadableLoad(Value v, scf::ForOp loop) {
-  auto ld = v.getDefiningOp<tile::LoadOp>();
-  if (!ld || ld.getIsVolatile() || !isZeroSplat(ld.getOther()) || ld->getBlock() != loop->getBlock())
-    return {};
-  bool loopBetween = false;
-  for (Operation *o = ld->getNextNode(); o && o != loop.getOperation(); o = o->getNextNode()) {
-    if (mayWrite(o))
-      return {};
-    loopBetween = loopBetween || isa<scf::ForOp, scf::WhileOp>(o);
-  }
-  return loopBetween ? ld : tile::LoadOp();
-}
-
 std::string StagedDotLoopEmitter::summary() {
   std::string s = "dot loop staged: ";
   for (size_t i = 0; i < m_.dots.size(); ++i) {
     StagedDot &d = m_.dots[i];
     s += (i ? "; " : "") + std::string("wgmma m64n") + std::to_string(d.N) + "k16 (A " +
-         (!d.invariantA                         ? "from registers"
-          : rereadableLoad(d.invariantA, op_) ? "staged once, copied again from memory"
-                                               : "staged once") +
-         ", B " +
+         (d.invariantA ? "staged once" : "from registers") + ", B " +
          (d.regsB ? "stored from registers" : "read") + " " + (d.kMajorB ? "K-major" : "N-major") + ")";
   }
   int64_t transposed = llvm::count_if(m_.loads, [](const StagedLoad &l) { return l.transposed; });
@@ -488,15 +456,6 @@ Value StagedDotLoopEmitter::slot(size_t ring, Value j) {
 void StagedDotLoopEmitter::stageInvariant(size_t i) {
   StagedDot &d = m_.dots[i];
   const Staged &a = aStaged[i];
-  // A loaded from memory that nothing wrote since: copied from there again
-  // (cp.async, completed with the first iteration's copies), so that its
-  // registers need not live until this loop (Q across a causal attention's
-  // two loops).
-  if (tile::LoadOp ld = rereadableLoad(d.invariantA, op_)) {
-    StageCopier copier(kl_, b_, loc, cast<RankedTensorType>(ld.getType()).getElementType());
-    copier.issueCopy(ld, add(base, c32(a.offset)), copier.swizzledIn(d.M, a.width));
-    return;
-  }
   Layout l = kl_.layoutOfValue(d.invariantA);
   SmallVector<Value> regs = kl_.materializeIn(d.invariantA, l, loc);
   StageCopier copier(kl_, b_, loc, d.dot.getA().getType().getElementType());
