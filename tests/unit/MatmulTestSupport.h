@@ -122,6 +122,33 @@ inline double rowMajorProduct(const Operand &a, const Operand &b, int64_t K, int
   return r;
 }
 
+/// A.T @ B as Triton users write it (kernel `mm_ta`): A stored K x M, its
+/// (BK, BM) tile loaded as it lies and transposed in the dot; with BT, B
+/// stored N x K and transposed too. Grid (cdiv(M, BM), cdiv(N, BN)),
+/// arguments A, B, C (f32, M x N), M, N, K.
+inline const char *const kTransposedADot = R"(
+@kernel
+def mm_ta(A: *DT, B: *DT, C: *f32, M: i32, N: i32, K: i32,
+          BM: constexpr = 128, BN: constexpr = 128, BK: constexpr = 64, DT: constexpr = bf16,
+          BT: constexpr = False):
+    rm = program_id(0) * BM + arange(0, BM)
+    rn = program_id(1) * BN + arange(0, BN)
+    rk = arange(0, BK)
+    acc = zeros((BM, BN), f32)
+    for k0 in range(0, K, BK):
+        at = load(A + (k0 + rk)[:, None] * M + rm[None, :],
+                  mask=((k0 + rk)[:, None] < K) & (rm[None, :] < M), other=0.0)
+        if BT:  # B stored N x K as well: A.T @ B.T
+            bt = load(B + rn[:, None] * K + (k0 + rk)[None, :],
+                      mask=(rn[:, None] < N) & ((k0 + rk)[None, :] < K), other=0.0)
+            acc = dot(trans(at), trans(bt), acc)
+        else:
+            b = load(B + (k0 + rk)[:, None] * N + rn[None, :],
+                     mask=((k0 + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
+            acc = dot(trans(at), b, acc)
+    store(C + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+)";
+
 } // namespace tessera::testing
 
 #endif

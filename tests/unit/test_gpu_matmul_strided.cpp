@@ -160,28 +160,6 @@ TEST_CASE("GPU dot(trans(a), b) and dot(trans(a), trans(b)) with A stored K x M 
   // A.T @ B as Triton users write it: A's (BK, BM) tile loaded as it lies
   // and transposed in the dot. 16-bit types: an M-major stage read by wgmma
   // transposed; f32 (tf32): A copied element by element.
-  const std::string source = R"(
-@kernel
-def mm_ta(A: *DT, B: *DT, C: *f32, M: i32, N: i32, K: i32,
-          BM: constexpr = 128, BN: constexpr = 128, BK: constexpr = 64, DT: constexpr = bf16,
-          BT: constexpr = False):
-    rm = program_id(0) * BM + arange(0, BM)
-    rn = program_id(1) * BN + arange(0, BN)
-    rk = arange(0, BK)
-    acc = zeros((BM, BN), f32)
-    for k0 in range(0, K, BK):
-        at = load(A + (k0 + rk)[:, None] * M + rm[None, :],
-                  mask=((k0 + rk)[:, None] < K) & (rm[None, :] < M), other=0.0)
-        if BT:  # B stored N x K as well: A.T @ B.T
-            bt = load(B + rn[:, None] * K + (k0 + rk)[None, :],
-                      mask=(rn[:, None] < N) & ((k0 + rk)[None, :] < K), other=0.0)
-            acc = dot(trans(at), trans(bt), acc)
-        else:
-            b = load(B + (k0 + rk)[:, None] * N + rn[None, :],
-                     mask=((k0 + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
-            acc = dot(trans(at), b, acc)
-    store(C + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
-)";
   struct Shape {
     int64_t M, N, K;
   };
@@ -198,7 +176,7 @@ def mm_ta(A: *DT, B: *DT, C: *f32, M: i32, N: i32, K: i32,
         dc.memset(0xFF);
         JitOptions o;
         o.numWarps = warps;
-        Kernel k = compileString(*ctx, source, "mm_ta.tile", "mm_ta", {{"DT", *parseDType(dt)}, {"BT", bt}}, o);
+        Kernel k = compileString(*ctx, kTransposedADot, "mm_ta.tile", "mm_ta", {{"DT", *parseDType(dt)}, {"BT", bt}}, o);
         std::vector<uint8_t> hc =
             launchMatmul(*ctx, k, Grid{unsigned(cdiv(sh.M, 128)), unsigned(cdiv(sh.N, 128))}, da, db, dc,
                          {int32_t(sh.M), int32_t(sh.N), int32_t(sh.K)});
