@@ -73,8 +73,7 @@ public:
     // reads it M-major (its transpose bit), so its copies stay 16-byte ones.
     if (half && useWgmma && !swap && BM % 64 == 0) {
       AxisInfo pa = kl.axis().get(m.loadA.getPtr());
-      size_t mAxis = m.transA ? 1 : 0; // the loaded tile's M axis
-      aMMajor = pa.contiguity[1 - mAxis] < vecElems && pa.contiguity[mAxis] >= vecElems;
+      aMMajor = pa.contiguity[1 - aMAxis()] < vecElems && pa.contiguity[aMAxis()] >= vecElems;
     }
   }
 
@@ -152,6 +151,8 @@ private:
   // A's stage holds rows of K, M contiguous (A stored M-major; 16-bit wgmma
   // with its transpose-A bit), else rows of M, K contiguous.
   bool aMMajor = false;
+  // The loaded A tile's M axis (its second when loaded transposed).
+  size_t aMAxis() const { return m_.transA ? 1 : 0; }
   // An M-major A stage's swizzle width (every 64-row block is one 128-byte
   // column block: BM is a multiple of 64).
   int64_t WAm() const { return std::min<int64_t>(128, BM * eb); }

@@ -78,8 +78,7 @@ bool DotLoopEmitter::applies() {
       continue;
     std::string what = ld == m_.loadA ? "A" : "B";
     // An A contiguous along M that this path cannot read M-major.
-    size_t mAxis = m_.transA ? 1 : 0;
-    if (ld == m_.loadA && kl_.axis().get(ld.getPtr()).contiguity[mAxis] >= vecElems) {
+    if (ld == m_.loadA && kl_.axis().get(ld.getPtr()).contiguity[aMAxis()] >= vecElems) {
       gatheredWhy.push_back("A copied element by element: its rows run along M, which only "
                             "16-bit wgmma reads (transposed); this path reads A K-major");
       continue;
@@ -94,9 +93,7 @@ bool DotLoopEmitter::applies() {
       plain += (plain.empty() ? "" : " and ") + what;
   }
   if (!plain.empty())
-    gatheredWhy.push_back(plain + " copied element by element: rows not provably contiguous (a "
-                                  "unit inner stride: pass 1 at launch, which specialization "
-                                  "makes a constant, or --assume NAME=1)");
+    gatheredWhy.push_back(plain + " copied element by element: " + StageCopier::kGatheredReason);
   for (auto [i, step] : m_.advancing) {
     if (persistent) // lowered later, per tile (checked in emitAdvances)
       break;

@@ -71,6 +71,17 @@ void StageCopier::copyGathered(tile::LoadOp ld, Value dst, ArrayRef<Value> c, bo
   }
 }
 
+std::pair<Value, SmallVector<Value>> StageCopier::chunkAddress(tile::LoadOp ld, ArrayRef<Value> c,
+                                                              bool maskWhole, bool transposed) {
+  Value p0 = kl_.elem(ld.getPtr(), tileCoords(c[0], c[1], transposed), loc_);
+  SmallVector<Value> mk;
+  for (int64_t v = 0; ld.getMask() && v < (maskWhole ? 1 : vecElems_); ++v) {
+    Value cv = v ? Value(arith::AddIOp::create(b_, loc_, c[1], c32(v))) : c[1];
+    mk.push_back(kl_.elem(ld.getMask(), tileCoords(c[0], cv, transposed), loc_));
+  }
+  return {p0, mk};
+}
+
 void StageCopier::copyFourByte(tile::LoadOp ld, Value dst, ArrayRef<Value> c, bool aligned,
                                bool maskWhole, bool transposed) {
   // A chunk that may be misaligned (ROAST's hashed offsets, odd leading
@@ -78,12 +89,8 @@ void StageCopier::copyFourByte(tile::LoadOp ld, Value dst, ArrayRef<Value> c, bo
   // aligned and whole at run time, else as four 4-byte ones, each
   // zero-filled when masked off. Every copy stays asynchronous: no
   // element-wise path.
-  Value p0 = kl_.elem(ld.getPtr(), tileCoords(c[0], c[1], transposed), loc_);
-  SmallVector<Value> mk, sizes;
-  for (int64_t v = 0; ld.getMask() && v < (maskWhole ? 1 : vecElems_); ++v) {
-    Value cv = v ? Value(arith::AddIOp::create(b_, loc_, c[1], c32(v))) : c[1];
-    mk.push_back(kl_.elem(ld.getMask(), tileCoords(c[0], cv, transposed), loc_));
-  }
+  auto [p0, mk] = chunkAddress(ld, c, maskWhole, transposed);
+  SmallVector<Value> sizes;
   for (int64_t v = 0; v < vecElems_; ++v) {
     Value m = mk.empty() ? Value() : mk[maskWhole ? 0 : v];
     sizes.push_back(m ? Value(arith::SelectOp::create(b_, loc_, m, c32(4), c32(0))) : c32(4));
@@ -173,12 +180,7 @@ bool StageCopier::issueCopy(tile::LoadOp ld, Value dst, const Placement &place, 
     }
     // The chunk's elements are contiguous (checked above): one address, and
     // the lanes' coordinates computed here rather than kept from the entry.
-    Value p0 = kl_.elem(ld.getPtr(), tileCoords(c[0], c[1], transposed), loc_);
-    SmallVector<Value> mk;
-    for (int64_t v = 0; ld.getMask() && v < (maskWhole ? 1 : vecElems_); ++v) {
-      Value cv = v ? Value(arith::AddIOp::create(b_, loc_, c[1], c32(v))) : c[1];
-      mk.push_back(kl_.elem(ld.getMask(), tileCoords(c[0], cv, transposed), loc_));
-    }
+    auto [p0, mk] = chunkAddress(ld, c, maskWhole, transposed);
     if (aligned && maskWhole) {
       // Every chunk is all in or all out: a masked-off chunk copies 0 source
       // bytes and is zero-filled, so there is no slow path to test for.

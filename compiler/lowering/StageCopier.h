@@ -20,6 +20,12 @@ public:
   /// element) stay loops: LLVM is told not to unroll them.
   void keepChunkLoopsRolled() { rolled_ = true; }
 
+  /// Why a tile is copied element by element when nothing but its strides
+  /// is unknown, and how a user supplies the fact (remarks).
+  static constexpr const char *kGatheredReason =
+      "rows not provably contiguous (a unit inner stride: pass 1 at launch, which "
+      "specialization makes a constant, or --assume NAME=1)";
+
   /// What axis info proves about an operand's 16-byte chunks, which decides
   /// how issueCopy copies them (and whether warp specialization may).
   struct CopyFacts {
@@ -65,6 +71,10 @@ private:
   /// misaligned or partly masked, chunk coordinates `c`, to `dst`.
   void copyFourByte(tile::LoadOp ld, Value dst, ArrayRef<Value> c, bool aligned, bool maskWhole,
                     bool transposed);
+  /// A contiguous chunk's first element address, and its mask: one value
+  /// when whole (maskWhole), else one per element; none without a mask.
+  std::pair<Value, SmallVector<Value>> chunkAddress(tile::LoadOp ld, ArrayRef<Value> c,
+                                                    bool maskWhole, bool transposed);
   /// (row, element in row) of the stage -> the loaded tile's coordinates.
   static SmallVector<Value> tileCoords(Value r, Value c, bool transposed) {
     return transposed ? SmallVector<Value>{c, r} : SmallVector<Value>{r, c};

@@ -50,7 +50,6 @@ struct StagedLoad {
   tile::LoadOp load;
   bool transposed = false;
   bool gathered = false; // contiguous along neither axis: an address per element
-
   int64_t rows = 0, rowElems = 0; // the stage's shape
 };
 
@@ -439,8 +438,7 @@ std::string StagedDotLoopEmitter::summary() {
     notes += std::to_string(transposed) + " stored transposed";
   if (gathered)
     notes += (notes.empty() ? "" : ", ") + std::to_string(gathered) +
-             " copied element by element: rows not provably contiguous (a unit inner stride: "
-             "pass 1 at launch, which specialization makes a constant, or --assume NAME=1)";
+             " copied element by element: " + StageCopier::kGatheredReason;
   return s + "; " + std::to_string(m_.loads.size()) + " loaded tiles" +
          (notes.empty() ? "" : " (" + notes + ")") +
          " copied " + (allAsync ? "by cp.async " : "") + std::to_string(overlapped ? S - 2 : S - 1) + " iterations ahead (" +
