@@ -9,6 +9,7 @@
 #include "tessera/Autotune.h"
 #include "tessera/Context.h"
 #include "tessera/Half.h"
+#include "tessera/JIT.h"
 #include "tessera/Kernel.h"
 #include "tessera/Memory.h"
 
@@ -148,6 +149,28 @@ def mm_ta(A: *DT, B: *DT, C: *f32, M: i32, N: i32, K: i32,
             acc = dot(trans(at), b, acc)
     store(C + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 )";
+
+/// Relative L2 error, against fp64, of kTransposedADot on random M x N x K
+/// operands (A stored K x M; B K x N, or N x K with `bt`), at a bm x bn x bk
+/// tile with the JIT options `o`.
+inline double transposedADotError(Context &ctx, std::mt19937 &rng, const std::string &dt, int64_t M,
+                                  int64_t N, int64_t K, bool bt, int64_t bm, int64_t bn, int64_t bk,
+                                  const JitOptions &o) {
+  DeviceOperand a = uploadOperand(ctx, rng, dt, size_t(K * M)), b = uploadOperand(ctx, rng, dt, size_t(K * N));
+  DeviceMemory c = ctx.allocBytes(size_t(M * N) * 4);
+  c.memset(0xFF); // NaN: an element never written is an infinite error
+  Kernel k = compileString(ctx, kTransposedADot, "mm_ta.tile", "mm_ta",
+                           {{"DT", *parseDType(dt)}, {"BT", bt}, {"BM", bm}, {"BN", bn}, {"BK", bk}}, o);
+  std::vector<uint8_t> hc = launchMatmul(ctx, k, Grid{unsigned(cdiv(M, bm)), unsigned(cdiv(N, bn))},
+                                         a.device, b.device, c, {int32_t(M), int32_t(N), int32_t(K)});
+  auto ref = [&](int64_t i, int64_t j) {
+    double r = 0;
+    for (int64_t q = 0; q < K; ++q)
+      r += a.host.vals[size_t(q * M + i)] * b.host.vals[size_t(bt ? j * K + q : q * N + j)];
+    return r;
+  };
+  return relErrL2(M, N, ref, [&](int64_t i, int64_t j) { return resultAt(hc, size_t(i * N + j), false); });
+}
 
 } // namespace tessera::testing
 

@@ -62,23 +62,7 @@ TEST_CASE("dot(trans(a), b) in the interpreter matches fp64", "[interpreter][mat
   const int64_t M = 40, N = 24, K = 36; // ragged for 16 x 16 x 16 tiles
   for (std::string dt : {"f16", "bf16", "f32"})
     for (bool bt : {false, true}) {
-      Operand a = randomOperand(s.rng, dt, size_t(K * M)), b = randomOperand(s.rng, dt, size_t(K * N));
-      DeviceMemory da = interp.allocBytes(a.bytes.size()), db = interp.allocBytes(b.bytes.size());
-      DeviceMemory dc = interp.allocBytes(size_t(M * N) * 4);
-      da.copyFromHost(a.bytes.data(), a.bytes.size());
-      db.copyFromHost(b.bytes.data(), b.bytes.size());
-      Kernel k = compileString(interp, kTransposedADot, "mm_ta.tile", "mm_ta",
-                               {{"DT", *parseDType(dt)}, {"BT", bt}, {"BM", int64_t(16)},
-                                {"BN", int64_t(16)}, {"BK", int64_t(16)}});
-      std::vector<uint8_t> hc = launchMatmul(interp, k, Grid{unsigned(cdiv(M, 16)), unsigned(cdiv(N, 16))},
-                                             da, db, dc, {int32_t(M), int32_t(N), int32_t(K)});
-      auto ref = [&](int64_t i, int64_t j) {
-        double r = 0;
-        for (int64_t q = 0; q < K; ++q)
-          r += a.vals[size_t(q * M + i)] * b.vals[size_t(bt ? j * K + q : q * N + j)];
-        return r;
-      };
-      double rel = relErrL2(M, N, ref, [&](int64_t i, int64_t j) { return resultAt(hc, size_t(i * N + j), false); });
+      double rel = transposedADotError(interp, s.rng, dt, M, N, K, bt, 16, 16, 16, JitOptions{});
       INFO(dt << (bt ? " B^T" : "") << ": relative error " << rel);
       CHECK(rel <= 1e-6);
     }

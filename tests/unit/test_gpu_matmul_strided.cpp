@@ -42,11 +42,8 @@ double stridedError(Context &ctx, const std::string &dt, int64_t M, int64_t N, i
   bool isInt = dt == "i8";
   size_t aSize = size_t((M - 1) * s.am + (K - 1) * s.ak + 1);
   size_t bSize = size_t((K - 1) * s.bk + (N - 1) * s.bn + 1);
-  Operand a = randomOperand(rng, dt, aSize), b = randomOperand(rng, dt, bSize);
-  DeviceMemory da = ctx.allocBytes(a.bytes.size()), db = ctx.allocBytes(b.bytes.size());
+  DeviceOperand a = uploadOperand(ctx, rng, dt, aSize), b = uploadOperand(ctx, rng, dt, bSize);
   DeviceMemory dc = ctx.allocBytes(size_t(M * N) * 4);
-  da.copyFromHost(a.bytes.data(), a.bytes.size());
-  db.copyFromHost(b.bytes.data(), b.bytes.size());
   dc.memset(0xFF); // NaN in f32: an element never written is an infinite error
   JitOptions o;
   o.numWarps = cfg.warps;
@@ -63,14 +60,14 @@ double stridedError(Context &ctx, const std::string &dt, int64_t M, int64_t N, i
   Kernel k = compile(ctx, kernelLibraryPath("basics/" + name + ".tile"), name, cx, o);
   int64_t tiles = cdiv(M, cfg.bm) * cdiv(N, cfg.bn);
   std::vector<uint8_t> hc = launchMatmul(
-      ctx, k, Grid::of(cfg.persistent ? std::min<int64_t>(tiles, ctx.smCount()) : tiles), da, db,
-      dc,
+      ctx, k, Grid::of(cfg.persistent ? std::min<int64_t>(tiles, ctx.smCount()) : tiles), a.device,
+      b.device, dc,
       {int32_t(M), int32_t(N), int32_t(K), int32_t(s.am), int32_t(s.ak), int32_t(s.bk),
        int32_t(s.bn), int32_t(N), 1});
   auto ref = [&](int64_t i, int64_t j) {
     double r = 0;
     for (int64_t q = 0; q < K; ++q)
-      r += a.vals[size_t(i * s.am + q * s.ak)] * b.vals[size_t(q * s.bk + j * s.bn)];
+      r += a.host.vals[size_t(i * s.am + q * s.ak)] * b.host.vals[size_t(q * s.bk + j * s.bn)];
     return r;
   };
   return relErrL2(M, N, ref, [&](int64_t i, int64_t j) { return resultAt(hc, size_t(i * N + j), isInt); });
@@ -167,30 +164,12 @@ TEST_CASE("GPU dot(trans(a), b) and dot(trans(a), trans(b)) with A stored K x M 
     for (std::string dt : {"bf16", "f16", "f32"})
       for (int warps : {4, 8})
         for (bool bt : {false, true}) {
-        std::mt19937 rng{uint32_t(seed++)};
-        Operand a = randomOperand(rng, dt, size_t(sh.K * sh.M)), b = randomOperand(rng, dt, size_t(sh.K * sh.N));
-        DeviceMemory da = ctx->allocBytes(a.bytes.size()), db = ctx->allocBytes(b.bytes.size());
-        DeviceMemory dc = ctx->allocBytes(size_t(sh.M * sh.N) * 4);
-        da.copyFromHost(a.bytes.data(), a.bytes.size());
-        db.copyFromHost(b.bytes.data(), b.bytes.size());
-        dc.memset(0xFF);
-        JitOptions o;
-        o.numWarps = warps;
-        Kernel k = compileString(*ctx, kTransposedADot, "mm_ta.tile", "mm_ta", {{"DT", *parseDType(dt)}, {"BT", bt}}, o);
-        std::vector<uint8_t> hc =
-            launchMatmul(*ctx, k, Grid{unsigned(cdiv(sh.M, 128)), unsigned(cdiv(sh.N, 128))}, da, db, dc,
-                         {int32_t(sh.M), int32_t(sh.N), int32_t(sh.K)});
-        auto ref = [&](int64_t i, int64_t j) {
-          double r = 0;
-          for (int64_t q = 0; q < sh.K; ++q)
-            r += a.vals[size_t(q * sh.M + i)] * b.vals[size_t(bt ? j * sh.K + q : q * sh.N + j)];
-          return r;
-        };
-        double rel = relErrL2(sh.M, sh.N, ref, [&](int64_t i, int64_t j) {
-          return resultAt(hc, size_t(i * sh.N + j), false);
-        });
-        INFO(dt << " " << sh.M << "x" << sh.N << "x" << sh.K << " warps " << warps << (bt ? " B^T" : "")
-                << ": relative error " << rel);
-        CHECK(rel <= bound(dt));
-      }
+          std::mt19937 rng{uint32_t(seed++)};
+          JitOptions o;
+          o.numWarps = warps;
+          double rel = transposedADotError(*ctx, rng, dt, sh.M, sh.N, sh.K, bt, 128, 128, 64, o);
+          INFO(dt << " " << sh.M << "x" << sh.N << "x" << sh.K << " warps " << warps
+                  << (bt ? " B^T" : "") << ": relative error " << rel);
+          CHECK(rel <= bound(dt));
+        }
 }
