@@ -1,7 +1,9 @@
-"""Shared by the peer scripts (peers.py, roast_peers.py): event timing of a
-torch callable and the results file with device, date and commit."""
+"""Shared by the peer scripts (peers.py, roast_peers.py, ...): event timing of a
+torch callable, a benchmark run bracketed by peer timings, and the results file
+with device, date and commit."""
 import datetime
 import json
+import subprocess
 
 import torch
 
@@ -20,6 +22,18 @@ def median_ms(fn, iters=20, reps=7):
         end.synchronize()
         times.append(start.elapsed_time(end) / iters)
     return sorted(times)[len(times) // 2]
+
+
+def bracketed(cmd, peer, cases):
+    """Runs `cmd` (a benchmark printing one JSON object a line) between two timings of
+    `peer(*case)` for every case. The GPU's clocks drift over a run (cuBLAS at 8192^3 bf16
+    measured 1.39 to 1.62 ms in different runs), so callers keep the faster of the two
+    peer times, which can only understate our ratio. Returns (ours, before, after)."""
+    before = [peer(*c) for c in cases]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    ours = [json.loads(line) for line in out.splitlines() if line.strip()]
+    after = [peer(*c) for c in cases]
+    return ours, before, after
 
 
 def write_results(path, benchmark, commit, note, rows, targets=None):

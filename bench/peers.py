@@ -12,11 +12,10 @@ Peers (written here from the issue's description, no code copied):
 """
 import argparse
 import json
-import subprocess
 
 import torch
 
-from peer_timing import median_ms, write_results
+from peer_timing import bracketed, median_ms, write_results
 
 SHAPES = [("bf16", 4096, 4096, 4096), ("bf16", 8192, 8192, 8192),
           ("f32", 4096, 4096, 4096), ("f32", 8192, 8192, 8192),
@@ -53,13 +52,8 @@ def main():
     cmd = [args.bin]
     for s in SHAPES:
         cmd += [str(x) for x in s]
-    # The GPU's clocks drift over a run (cuBLAS at 8192^3 bf16 measured 1.39 to
-    # 1.62 ms in different runs): time the peers before and after Tessera and
-    # keep the faster of the two, which can only understate our ratio.
-    before = [torch_peers(*s) for s in SHAPES]
-    ours = [json.loads(line) for line in subprocess.run(cmd, check=True, capture_output=True,
-                                                         text=True).stdout.splitlines() if line.strip()]
-    after = [torch_peers(*s) for s in SHAPES]
+    # The peers before and after Tessera; the faster of the two is kept.
+    ours, before, after = bracketed(cmd, torch_peers, SHAPES)
     rows = []
     for (dt, m, n, k), mine, p0, p1 in zip(SHAPES, ours, before, after):
         peers = {name: min(p0[name], p1[name]) for name in p0}

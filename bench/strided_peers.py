@@ -15,11 +15,10 @@ in one session on one GPU:
 """
 import argparse
 import json
-import subprocess
 
 import torch
 
-from peer_timing import median_ms, write_results
+from peer_timing import bracketed, median_ms, write_results
 
 SHAPES = [("bf16", 4096, 4096, 4096), ("f32", 4096, 4096, 4096)]
 UNPIPED = "BM=128,BN=128,BK=32,GROUP=8,num_warps=4,num_stages=2"
@@ -44,10 +43,7 @@ def main():
         cmd += ["--also", f"{dt}:ta:{m}:{n}:{k}={UNPIPED}"]
     for dt, m, n, k in SHAPES:
         cmd += [f"{dt}:ta", str(m), str(n), str(k)]
-    before = [cublas_ms(*s) for s in SHAPES]
-    ours = [json.loads(line) for line in subprocess.run(cmd, check=True, capture_output=True,
-                                                         text=True).stdout.splitlines() if line.strip()]
-    after = [cublas_ms(*s) for s in SHAPES]
+    ours, before, after = bracketed(cmd, cublas_ms, SHAPES)
     rows = []
     for (dt, m, n, k), mine, p0, p1 in zip(SHAPES, ours, before, after):
         peer = min(p0, p1)
