@@ -174,7 +174,39 @@ inline std::optional<Layout> unpipelinedRowsLayout(tile::DotOp op, int64_t numWa
   return wgmmaAccLayout(M, N, numWarps);
 }
 
-inline Layout layoutFor(ArrayRef<int64_t> shape, int64_t threads) {
+/// The kernel's blocked vector width: how many consecutive elements of a tile
+/// a thread owns along its last axis, so that each global access is up to 16
+/// bytes. Shape-only, so that every tile of a kernel shares it (an f16 tile
+/// and its f32 conversion stay in one layout): 16 bytes of the widest element
+/// that a tile load, store or atomic moves, at least 4 and at most 8 elements
+/// (kernels of 16-bit data load 8 halves per vector, not 4).
+inline int64_t blockedVectorWidth(func::FuncOp kernel) {
+  int64_t widest = 0;
+  kernel.walk([&](Operation *op) {
+    if (!isa<tile::LoadOp, tile::StoreOp, tile::AtomicRMWOp, tile::AtomicCASOp>(op))
+      return;
+    // The data tiles it moves (values, results; block pointers included),
+    // not its pointers or its i1 mask.
+    auto consider = [&](Type t) {
+      auto rt = dyn_cast<RankedTensorType>(t);
+      Type e = rt ? rt.getElementType() : Type();
+      if (e && e.isIntOrFloat() && !e.isInteger(1))
+        widest = std::max<int64_t>(widest, (e.getIntOrFloatBitWidth() + 7) / 8);
+    };
+    for (Type t : op->getOperandTypes())
+      consider(t);
+    for (Type t : op->getResultTypes())
+      consider(t);
+  });
+  if (widest == 0)
+    return 4;
+  return std::clamp<int64_t>(16 / widest, 4, 8);
+}
+
+/// The blocked layout of a tile of `shape` over `threads`: consecutive threads
+/// own consecutive vectors of up to `maxVec` elements along the last axis (the
+/// kernel's blocked vector width, blockedVectorWidth).
+inline Layout layoutFor(ArrayRef<int64_t> shape, int64_t threads, int64_t maxVec = 4) {
   Layout l;
   l.shape.assign(shape.begin(), shape.end());
   for (int64_t d : shape)
@@ -184,7 +216,7 @@ inline Layout layoutFor(ArrayRef<int64_t> shape, int64_t threads) {
     return l;
   }
   int64_t last = shape.empty() ? 1 : shape.back();
-  l.vec = std::min<int64_t>(4, last);
+  l.vec = std::min<int64_t>(maxVec, last);
   while (l.vec > 1 && l.total < threads * l.vec)
     l.vec /= 2;
   l.chunks = l.total / (threads * l.vec);
@@ -194,7 +226,7 @@ inline Layout layoutFor(ArrayRef<int64_t> shape, int64_t threads) {
 /// The layout a tile of type `t` is in: its mma encoding's or row vector's
 /// (tgpu.slice), else blocked over `threads` (no encoding, or a dot operand:
 /// those registers stay blocked).
-inline Layout layoutOfType(RankedTensorType t, int64_t threads) {
+inline Layout layoutOfType(RankedTensorType t, int64_t threads, int64_t maxVec = 4) {
   if (auto enc = tgpu::mmaEncodingOf(t))
     if (std::optional<Layout> l = accLayoutFor(t.getShape(), enc))
       return *l;
@@ -203,7 +235,7 @@ inline Layout layoutOfType(RankedTensorType t, int64_t threads) {
                                       ? rowsLayoutFor(t.getDimSize(0), enc.getParent().getWarps())
                                       : colsLayoutFor(t.getDimSize(0)))
       return *l;
-  return layoutFor(t.getShape(), threads);
+  return layoutFor(t.getShape(), threads, maxVec);
 }
 
 } // namespace tessera::analysis

@@ -91,6 +91,7 @@ public:
                  RemarkSink remarks)
       : module_(module), src_(src), b_(module.getContext()), axis_(src), opts_(opts),
         target_(opts.resolvedTarget()), threads_(32 * opts.numWarps),
+        blockedVec_(blockedVectorWidth(src)),
         remarks_(std::move(remarks)), smem_(target_.maxSharedBytesPerBlock()),
         errorLoc_(src.getLoc()) {
     maxRegs_ = opts.maxRegisters;
@@ -170,7 +171,9 @@ public:
   }
 
   /// The layout a tile of type `t` is in (analysis::layoutOfType).
-  Layout layoutOf(RankedTensorType t) { return layoutOfType(t, threads_); }
+  Layout layoutOf(RankedTensorType t) { return layoutOfType(t, threads_, blockedVec_); }
+  /// The blocked layout of a tile of `shape` (no encoding).
+  Layout blockedLayout(ArrayRef<int64_t> shape) { return layoutFor(shape, threads_, blockedVec_); }
   /// The layout a Dist value's registers are in.
   Layout layoutOfValue(Value v) {
     Lowered &l = lookup(v);
@@ -578,6 +581,7 @@ private:
   const CompileOptions opts_;
   const Target target_;     // opts_.resolvedTarget()
   const int64_t threads_;   // 32 * opts_.numWarps
+  const int64_t blockedVec_; // analysis::blockedVectorWidth of the kernel
   // The tensor-map parameters added so far, in order.
   SmallVector<TensorMapSpec> tensorMaps_;
   // After a warp-specialized loop the producer warps have exited: barriers

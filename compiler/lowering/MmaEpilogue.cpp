@@ -30,7 +30,7 @@ bool KernelLowering::lowerStoreThroughSmem(tile::StoreOp op, const Layout &mmaLa
     return false;
   int64_t eb = byteWidth(et), rows = rt.getDimSize(0), cols = rt.getDimSize(1);
   // The blocked layout of the read-back: 16-byte chunks along rows.
-  Layout bl = layoutFor(rt.getShape(), threads_);
+  Layout bl = blockedLayout(rt.getShape());
   bl.vec = 16 / eb;
   if (bl.replicated || cols % bl.vec || bl.total % (threads_ * bl.vec))
     return false;

@@ -55,7 +55,7 @@ std::optional<bool> KernelLowering::lowerLastAxisReduce(tile::ReduceOp op) {
   int64_t rank = st.getRank();
   if (rank < 2 || op.getAxis() != rank - 1)
     return std::nullopt;
-  Layout lay = layoutFor(st.getShape(), threads_); // the source's blocked layout
+  Layout lay = blockedLayout(st.getShape()); // the source's blocked layout
   int64_t C = st.getShape().back(), T = threads_;
   if (lay.replicated || C % lay.vec)
     return std::nullopt;
