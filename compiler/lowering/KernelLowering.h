@@ -379,6 +379,17 @@ public:
   /// an L2::cache_hint policy (MemoryHints.cpp). A volatile load keeps none.
   Value globalLoad(Type t, Value ptr, int64_t align, bool isVolatile, Location loc);
   void globalStore(Value v, Value ptr, int64_t align, Location loc);
+  /// Vector accesses predicated by one mask, for aligned vectors of 4, 8 or
+  /// 16 bytes of 1-, 2- or 4-byte elements, with the cache hints
+  /// (MemoryHints.cpp). A load gives `others` (null: zero) where the mask is
+  /// off; one `others` entry per lane.
+  SmallVector<Value> predicatedVectorLoad(Type et, ArrayRef<Value> others, Value ptr, Value mask,
+                                          Location loc);
+  void predicatedVectorStore(ArrayRef<Value> vals, Type et, Value ptr, Value mask, Location loc);
+  /// Lanes of `et` packed into 32-bit words from the low bits up (null: zero),
+  /// and back.
+  SmallVector<Value> packWords(ArrayRef<Value> lanes, Type et, Location loc);
+  SmallVector<Value> unpackWords(ArrayRef<Value> words, Type et, Location loc);
   /// scf.if without results, with a terminator in every block it has.
   scf::IfOp makeIf(Value cond, bool withElse, Location loc) {
     auto ifOp = scf::IfOp::create(b_, loc, TypeRange{}, cond, true, withElse);

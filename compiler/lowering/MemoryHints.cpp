@@ -61,6 +61,101 @@ Value KernelLowering::globalLoad(Type t, Value ptr, int64_t align, bool isVolati
   return LLVM::BitcastOp::create(b_, loc, t, raw);
 }
 
+SmallVector<Value> KernelLowering::packWords(ArrayRef<Value> lanes, Type et, Location loc) {
+  int64_t eb = byteWidth(et);
+  Type i32 = b_.getI32Type(), laneInt = b_.getIntegerType(unsigned(8 * eb));
+  SmallVector<Value> words(static_cast<size_t>(int64_t(lanes.size()) * eb / 4));
+  for (auto [v, x] : llvm::enumerate(lanes)) {
+    Value o = x ? x : Value(arith::ConstantOp::create(b_, loc, b_.getZeroAttr(et)));
+    Value bits = o.getType() == laneInt ? o : Value(arith::BitcastOp::create(b_, loc, laneInt, o));
+    Value w = eb == 4 ? bits : Value(arith::ExtUIOp::create(b_, loc, i32, bits));
+    if (int64_t shift = int64_t(v) * eb % 4 * 8)
+      w = arith::ShLIOp::create(b_, loc, w, i32c(shift, loc));
+    Value &word = words[v * eb / 4];
+    word = word ? Value(arith::OrIOp::create(b_, loc, word, w)) : w;
+  }
+  return words;
+}
+
+SmallVector<Value> KernelLowering::unpackWords(ArrayRef<Value> words, Type et, Location loc) {
+  int64_t eb = byteWidth(et);
+  Type laneInt = b_.getIntegerType(unsigned(8 * eb));
+  SmallVector<Value> lanes;
+  for (int64_t v = 0; v < int64_t(words.size()) * 4 / eb; ++v) {
+    Value w = words[size_t(v * eb / 4)];
+    if (int64_t shift = v * eb % 4 * 8)
+      w = arith::ShRUIOp::create(b_, loc, w, i32c(shift, loc));
+    Value bits = eb == 4 ? w : Value(arith::TruncIOp::create(b_, loc, laneInt, w));
+    lanes.push_back(bits.getType() == et ? bits : Value(arith::BitcastOp::create(b_, loc, et, bits)));
+  }
+  return lanes;
+}
+
+// A vector access of `n` 32-bit registers: its type suffix, and its
+// registers $first.. ("$f" or "{$f, ...}").
+static std::string vectorSuffix(int64_t n) { return n == 1 ? ".b32" : ".v" + std::to_string(n) + ".b32"; }
+static std::string vectorRegs(int64_t first, int64_t n) {
+  std::string regs;
+  for (int64_t w = 0; w < n; ++w)
+    regs += (w ? ", $" : "$") + std::to_string(first + w);
+  return n == 1 ? regs : "{" + regs + "}";
+}
+
+SmallVector<Value> KernelLowering::predicatedVectorLoad(Type et, ArrayRef<Value> others, Value ptr,
+                                                        Value mask, Location loc) {
+  // The destination registers start as the fill values; `@p ld` overwrites
+  // them only where the mask is on. No branch, so a tile's predicated loads
+  // issue back to back, as its unmasked ones do.
+  SmallVector<Value> fill = packWords(others, et, loc);
+  int64_t n = int64_t(fill.size());
+  SmallVector<Value> operands{ptr, arith::ExtUIOp::create(b_, loc, b_.getI32Type(), mask)};
+  std::string cons;
+  for (int64_t w = 0; w < n; ++w)
+    cons += "=r,";
+  cons += "l,r";
+  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(n + 1) + ", 0;\n@p ld.global" +
+                     hints_.cop + (hints_.evict.empty() ? "" : ".L2::cache_hint") + vectorSuffix(n) + " " +
+                     vectorRegs(0, n) + ", [$" + std::to_string(n) + "]";
+  if (!hints_.evict.empty()) {
+    operands.push_back(l2Policy(hints_.evict));
+    cons += ",l";
+    text += ", $" + std::to_string(n + 2);
+  }
+  text += ";\n}";
+  for (int64_t w = 0; w < n; ++w) { // tied to the outputs: the fill values
+    operands.push_back(fill[size_t(w)]);
+    cons += "," + std::to_string(w);
+  }
+  auto asmOp = sideEffectAsm(SmallVector<Type>(size_t(n), b_.getI32Type()), operands, text, cons, loc);
+  SmallVector<Value> words;
+  for (int64_t w = 0; w < n; ++w)
+    words.push_back(n == 1 ? asmOp.getResult(0)
+                           : Value(LLVM::ExtractValueOp::create(b_, loc, asmOp.getResult(0),
+                                                                ArrayRef<int64_t>{w})));
+  return unpackWords(words, et, loc);
+}
+
+void KernelLowering::predicatedVectorStore(ArrayRef<Value> vals, Type et, Value ptr, Value mask,
+                                           Location loc) {
+  SmallVector<Value> words = packWords(vals, et, loc);
+  int64_t n = int64_t(words.size());
+  SmallVector<Value> operands{ptr, arith::ExtUIOp::create(b_, loc, b_.getI32Type(), mask)};
+  operands.append(words.begin(), words.end());
+  std::string cons = "l,r";
+  for (int64_t w = 0; w < n; ++w)
+    cons += ",r";
+  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $1, 0;\n@p st.global" + hints_.cop +
+                     (hints_.evict.empty() ? "" : ".L2::cache_hint") + vectorSuffix(n) + " [$0], " +
+                     vectorRegs(2, n);
+  if (!hints_.evict.empty()) {
+    operands.push_back(l2Policy(hints_.evict));
+    cons += ",l";
+    text += ", $" + std::to_string(n + 2);
+  }
+  text += ";\n}";
+  sideEffectAsm({}, operands, text, cons + ",~{memory}", loc);
+}
+
 void KernelLowering::globalStore(Value v, Value ptr, int64_t align, Location loc) {
   Type t = v.getType();
   int64_t bits = registerBits(t);

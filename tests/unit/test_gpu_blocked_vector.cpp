@@ -99,8 +99,11 @@ TEST_CASE("GPU: 16-bit row kernels with 16-byte vectors match fp64, whole, ragge
   struct Shape {
     int32_t N, stride;
   };
-  // Whole 16-byte vectors; a partly masked last vector; rows 2 bytes off.
-  for (Shape s : {Shape{1024, 1024}, Shape{1000, 1000}, Shape{1000, 1003}}) {
+  // Whole vectors on and off (N a multiple of 16, below the block: the
+  // predicated vector accesses); a partly masked vector (N = 1000, masks
+  // element by element); rows 2 bytes off (the run-time alignment guard).
+  for (Shape s : {Shape{1024, 1024}, Shape{528, 528}, Shape{528, 1040}, Shape{1000, 1000},
+                  Shape{1000, 1003}}) {
     for (int warps : {4, 8}) {
       for (bool f32Out : {false, true}) {
         uint32_t seed = uint32_t(s.N * 3 + s.stride + warps);
@@ -124,7 +127,7 @@ TEST_CASE("GPU: byte tiles move 8 bytes a thread and match the CPU at any offset
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> u(-128, 127);
   for (int32_t shift : {0, 3, 8}) {
-    for (int32_t n : {8192, 5001}) {
+    for (int32_t n : {8192, 4112, 5001}) {
       std::vector<int8_t> hx(static_cast<size_t>(n + shift));
       for (auto &v : hx)
         v = int8_t(u(rng));
