@@ -5,6 +5,9 @@
 // way to say either in LLVM IR, so a hinted access is one inline ld/st of
 // the register's bits: .b8 to .b64, or .v4.b32 for 16 bytes. Without hints
 // the access stays an LLVM load/store, so unhinted code is unchanged.
+// Vector accesses predicated by a mask are inline PTX too (LLVM IR has no
+// predicated load that keeps a fill value without a branch): `@p ld` into
+// registers tied to the fill values, `@p st`, each with the hints.
 #include "KernelLowering.h"
 
 namespace tessera::lowering::detail {
