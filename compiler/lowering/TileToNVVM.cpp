@@ -993,7 +993,7 @@ bool KernelLowering::lowerLoad(tile::LoadOp op) {
   // norm tutorial's forward went from 123 registers to 80 (three blocks per
   // SM), and flash attention's backward at 32 x 128 tiles from 1260 bytes of
   // spills to 88.
-  if (plan.aligned && op.getMask() && !op.getIsVolatile() && (lay.vec * eb) % 4 == 0 &&
+  if (plan.aligned && op.getMask() && !op.getIsVolatile() && eb <= 4 && (lay.vec * eb) % 4 == 0 &&
       axis_.get(op.getMask()).constancy.back() >= lay.vec) {
     for (int64_t k = 0; k < nslots / lay.vec; ++k) {
       ArrayRef<Value> o(others.begin() + k * lay.vec, others.begin() + (k + 1) * lay.vec);
@@ -1093,7 +1093,7 @@ bool KernelLowering::lowerStore(tile::StoreOp op) {
   Value primary = lay.replicated ? isPrimary(lay, loc) : Value();
   // Aligned vectors whose mask is one value per vector: a predicated vector
   // store each, as for loads.
-  bool predicated = vectorize && plan.aligned && op.getMask() && (lay.vec * eb) % 4 == 0 &&
+  bool predicated = vectorize && plan.aligned && op.getMask() && eb <= 4 && (lay.vec * eb) % 4 == 0 &&
                     axis_.get(op.getMask()).constancy.back() >= lay.vec;
   for (int64_t k = 0; k < lay.slots() / lay.vec; ++k) {
     auto [ptrs, vals, masks] = vectorLanes(op.getPtr(), op.getValue(), op.getMask(), lay, k, primary, loc);
