@@ -262,14 +262,20 @@ public:
   struct VectorPlan {
     bool contiguous = false; // proven consecutive addresses
     bool aligned = false;    // proven vec*bytes alignment (else checked at run time)
+    // Contiguous, aligned, and `mask` one value for all of a vector's lanes,
+    // in 4, 8 or 16 bytes of 1-, 2- or 4-byte elements: one predicated
+    // access a vector (predicatedVectorLoad/Store).
+    bool predicated = false;
   };
-  VectorPlan planVector(const Layout &lay, Value ptr, Type et) {
+  VectorPlan planVector(const Layout &lay, Value ptr, Type et, Value mask = Value()) {
     AxisInfo ai = axis_.get(ptr);
     int64_t eb = byteWidth(et);
     VectorPlan p;
     p.contiguous = !lay.replicated && lay.vec > 1 && ai.contiguity.back() >= lay.vec &&
                    lay.vec * eb <= 16 && !isa<LLVM::LLVMPointerType>(et);
     p.aligned = ai.divisibility.back() >= lay.vec * eb;
+    p.predicated = p.contiguous && p.aligned && mask && eb <= 4 && lay.vec * eb % 4 == 0 &&
+                   axis_.get(mask).constancy.back() >= lay.vec;
     return p;
   }
   /// The condition under which the vector access is taken: every lane's mask

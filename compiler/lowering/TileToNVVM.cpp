@@ -969,7 +969,7 @@ bool KernelLowering::lowerLoad(tile::LoadOp op) {
   }
   Layout lay = layoutOf(rt);
   int64_t eb = byteWidth(et);
-  VectorPlan plan = planVector(lay, op.getPtr(), et);
+  VectorPlan plan = planVector(lay, op.getPtr(), et, op.getMask());
   bool vectorize = plan.contiguous;
   Lowered l;
   l.kind = Lowered::Dist;
@@ -993,8 +993,7 @@ bool KernelLowering::lowerLoad(tile::LoadOp op) {
   // norm tutorial's forward went from 123 registers to 80 (three blocks per
   // SM), and flash attention's backward at 32 x 128 tiles from 1260 bytes of
   // spills to 88.
-  if (plan.aligned && op.getMask() && !op.getIsVolatile() && eb <= 4 && (lay.vec * eb) % 4 == 0 &&
-      axis_.get(op.getMask()).constancy.back() >= lay.vec) {
+  if (plan.predicated && !op.getIsVolatile()) {
     for (int64_t k = 0; k < nslots / lay.vec; ++k) {
       ArrayRef<Value> o(others.begin() + k * lay.vec, others.begin() + (k + 1) * lay.vec);
       SmallVector<Value> lanes = predicatedVectorLoad(et, o, ptrs[k * lay.vec], masks[k * lay.vec], loc);
@@ -1088,16 +1087,12 @@ bool KernelLowering::lowerStore(tile::StoreOp op) {
   else if (lowerStoreThroughSmem(op, lay)) // 16-byte stores through shared memory
     return true;
   int64_t eb = byteWidth(et);
-  VectorPlan plan = planVector(lay, op.getPtr(), et);
+  VectorPlan plan = planVector(lay, op.getPtr(), et, op.getMask());
   bool vectorize = plan.contiguous;
   Value primary = lay.replicated ? isPrimary(lay, loc) : Value();
-  // Aligned vectors whose mask is one value per vector: a predicated vector
-  // store each, as for loads.
-  bool predicated = vectorize && plan.aligned && op.getMask() && eb <= 4 && (lay.vec * eb) % 4 == 0 &&
-                    axis_.get(op.getMask()).constancy.back() >= lay.vec;
   for (int64_t k = 0; k < lay.slots() / lay.vec; ++k) {
     auto [ptrs, vals, masks] = vectorLanes(op.getPtr(), op.getValue(), op.getMask(), lay, k, primary, loc);
-    if (predicated) {
+    if (plan.predicated) { // a predicated vector store each, as for loads
       predicatedVectorStore(vals, et, ptrs[0], masks[0], loc);
       continue;
     }
