@@ -76,6 +76,10 @@ double stridedError(Context &ctx, const std::string &dt, int64_t M, int64_t N, i
 // The error bound of one operand type: 16-bit products are exact in f32, tf32
 // rounds f32 operands (bound 3e-3), i8 is exact.
 double bound(const std::string &dt) { return dt == "i8" ? 0.0 : dt == "f32" ? 3e-3 : 1e-5; }
+// A problem size M x N x K (the cases' ragged and whole shapes).
+struct Shape {
+  int64_t M, N, K;
+};
 } // namespace
 
 TEST_CASE("GPU matmul with operands of any strides (gathered copies) matches fp64",
@@ -122,9 +126,6 @@ TEST_CASE("GPU matmul with A stored M-major (A.T @ B) on wgmma's transposed A ma
   // (TMA when warp-specialized, cp.async otherwise) and set wgmma's
   // transpose-A bit; f32 and i8 have no such bit and stay gathered. At a
   // ragged shape (masked chunks) and at one the tiles divide (whole chunks).
-  struct Shape {
-    int64_t M, N, K;
-  };
   for (Shape sh : {Shape{300, 200, 190}, Shape{256, 256, 192}})
     for (std::string dt : {"bf16", "f16", "f32", "i8"}) {
       const int64_t lda = (sh.M + 15) / 16 * 16;
@@ -157,9 +158,6 @@ TEST_CASE("GPU dot(trans(a), b) and dot(trans(a), trans(b)) with A stored K x M 
   // A.T @ B as Triton users write it: A's (BK, BM) tile loaded as it lies
   // and transposed in the dot. 16-bit types: an M-major stage read by wgmma
   // transposed; f32 (tf32): A copied element by element.
-  struct Shape {
-    int64_t M, N, K;
-  };
   for (Shape sh : {Shape{300, 208, 190}, Shape{256, 256, 192}})
     for (std::string dt : {"bf16", "f16", "f32"})
       for (int warps : {4, 8})
