@@ -57,10 +57,11 @@ public:
         eb(ea.getIntOrFloatBitWidth() / 8), vecElems(16 / eb), kPerInst(32 / eb),
         warpgroups(opts.numWarps / 4), S(stages), WA(std::min<int64_t>(128, BK * eb)),
         WB(bStageKMajor ? WA : std::min<int64_t>(128, BN * eb)), aBytes(BM * BK * eb),
-        bBytes(BK * BN * eb), stageBytes(aBytes + bBytes), rawRow(BN * eb + (swap ? 32 : 16)),
+        bBytes(BK * BN * eb), stageBytes(aBytes + bBytes),
+        rawRow(swap ? swapRawRow(BN * eb, copier_.shiftedRuns(m.loadB) == 1) : BN * eb + 16),
         rawBytes(BK * rawRow), stagedBytes(S * aBytes + 3 * bBytes + (S - 2) * rawBytes),
         bStaged(bViaRegs && S >= 4 && smem.used() + 1024 + stagedBytes <= smem.limit()),
-        totalBytes(bStaged ? stagedBytes : ringBytes(swap, BM, BN, BK, eb, S)),
+        totalBytes(bStaged ? stagedBytes : swap ? S * (aBytes + rawBytes) : ringBytes(swap, BM, BN, BK, eb, S)),
         bLay(copyLayout(m.loadB)),
         bRegs(bLay.chunks), nChunks(BN / vecElems), vt(VectorType::get({vecElems}, ea)),
         useWgmma(wgmma || swap),
@@ -75,6 +76,14 @@ public:
       AxisInfo pa = kl.axis().get(m.loadA.getPtr());
       aMMajor = pa.contiguity[1 - aMAxis()] < vecElems && pa.contiguity[aMAxis()] >= vecElems;
     }
+    // One run a row only: with several (a ROAST tile wider than its hash
+    // tile) each consumer thread evaluates its runs' offsets every iteration
+    // (the hash, a 64-bit remainder by a run-time value), and the copies ran
+    // slower than the 4-byte ones (H200, RzLinear's mapping: 512 x 8192^2 at
+    // 256 x 128, 267 us against 222; bench/NOTES.md, session 23).
+    if (swap && copier_.shiftedRuns(m.loadB) == 1)
+      bRunLen = copier_.runLength(m.loadB);
+    bShifted = bRunLen > 0;
   }
 
   /// Whether the tile sizes, operand contiguity, pointer tiles and shared
@@ -179,6 +188,21 @@ private:
   // never sits between a load and a store. With 3 stages, or when that does
   // not fit, B goes through registers within the iteration.
   const int64_t rawRow, rawBytes;
+  // tf32 C^T path, B rows of unknown but shared alignment (ROAST's hashed
+  // blocks in RzLinear's mapping), each row one contiguous run of bRunLen
+  // elements: copied from the 16-byte boundary below its start, one chunk
+  // more than the run (StageCopier::shiftedRuns), and the B^T fragments
+  // read at the run's shift, 4 bytes at a time. The fragment offsets take
+  // one run per 64-column block, so that several runs would also work.
+  bool bShifted = false;
+  int64_t bRunLen = 0;
+  // The padded raw row of the C^T path: 32 bytes past the row (8-byte
+  // fragment loads free of bank conflicts), or 16 bytes a shifted run when
+  // that is more, rounded up to the same residue modulo 128.
+  static int64_t swapRawRow(int64_t rowBytes, int64_t runs) {
+    int64_t r = rowBytes + std::max<int64_t>(32, 16 * runs);
+    return r + ((rowBytes + 32 - r) % 128 + 128) % 128;
+  }
   const int64_t stagedBytes;
   const bool bStaged;
   const int64_t totalBytes;
@@ -262,8 +286,16 @@ private:
   // Copies one operand tile of iteration j to shared memory at `dst` +
   // place(row, byte in row); in warp-specialized code, by the producers.
   bool issueCopy(tile::LoadOp ld, Value dst, const Placement &place) {
+    if (ld == m_.loadB && bShifted) { // into the raw stage's padded rows
+      copier_.copyShiftedRows(ld, dst, rawRow, ptid, P);
+      return true;
+    }
     return copier_.issueCopy(ld, dst, place, ptid, P, copiedTransposed(ld));
   }
+  // bShifted: the thread's byte offset of its B^T fragments in each of its
+  // T column blocks of iteration j's raw stage (run, place in the run and
+  // the run's shift); empty otherwise.
+  SmallVector<Value> bShiftedFragOffsets(Value j);
 
   // Chunk k of this thread: groups of 16 consecutive chunks run down K, so a
   // warp covers 16 K rows x 2 chunks along N. Its transposed stores then land
@@ -349,7 +381,10 @@ private:
   bool emitSwapIteration(Value i, Value fragOff, SmallVector<Value> &accs);
   // The B^T fragments of stage i and the warpgroup's wgmmas on it, as one
   // committed group.
-  void issueSwapWgmmas(Value i, Value fragOff, SmallVector<Value> &accs);
+  // `shifted`: bShiftedFragOffsets(the iteration's index).
+  void issueSwapWgmmas(Value i, Value fragOff, ArrayRef<Value> shifted, SmallVector<Value> &accs);
+  // The thread's first B^T fragment column (its N index in a B row).
+  Value swapFragColumn();
 
   // The C^T = B^T A^T loop. wgmma reads its register operands asynchronously,
   // and one group stays in flight across iterations: the body is unrolled by

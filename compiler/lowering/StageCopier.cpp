@@ -2,6 +2,8 @@
 // (StageCopier.h).
 #include "StageCopier.h"
 
+#include "analysis/RowAlignment.h"
+
 namespace tessera::lowering::detail {
 
 StageCopier::StageCopier(KernelLowering &kl, OpBuilder &b, Location loc, Type ea)
@@ -17,6 +19,85 @@ StageCopier::CopyFacts StageCopier::copyFacts(tile::LoadOp ld, bool transposed) 
   f.fourByte = eb_ == 4 && pa.divisibility[axis] >= 4;
   f.gathered = pa.contiguity[axis] < vecElems_;
   return f;
+}
+
+int64_t StageCopier::runLength(tile::LoadOp ld) {
+  auto rt = cast<RankedTensorType>(ld.getType());
+  return std::min(kl_.axis().get(ld.getPtr()).contiguity[1], rt.getDimSize(1));
+}
+
+int64_t StageCopier::shiftedRuns(tile::LoadOp ld) {
+  auto rt = dyn_cast<RankedTensorType>(ld.getType());
+  if (!rt || rt.getRank() != 2)
+    return 0;
+  int64_t cols = rt.getDimSize(1), len = runLength(ld);
+  AxisInfo pa = kl_.axis().get(ld.getPtr());
+  if (pa.divisibility[1] >= 16 || (len * eb_) % 16 || cols % len)
+    return 0;
+  if (ld.getMask() && kl_.axis().get(ld.getMask()).constancy[1] < cols)
+    return 0;
+  return analysis::rowsShareAlignment(ld.getPtr(), eb_, 16, kl_.axis()) ? cols / len : 0;
+}
+
+Value StageCopier::shiftedRunShift(tile::LoadOp ld, Value col) {
+  Value p = kl_.elem(ld.getPtr(), {c32(0), col}, loc_);
+  Value a = LLVM::PtrToIntOp::create(b_, loc_, b_.getI64Type(), p);
+  return arith::AndIOp::create(b_, loc_, arith::TruncIOp::create(b_, loc_, i32, a), c32(15));
+}
+
+void StageCopier::copyShiftedRows(tile::LoadOp ld, Value dst, int64_t rowPitch, Value producerTid,
+                                  int64_t producers) {
+  auto rt = cast<RankedTensorType>(ld.getType());
+  int64_t len = runLength(ld), perRun = len * eb_ / 16 + 1, total = rt.getDimSize(0) * perRun;
+  Value t = producerTid ? producerTid : kl_.tid();
+  int64_t threads = producerTid ? producers : kl_.threads();
+  Type i64 = b_.getI64Type();
+  auto c64 = [&](int64_t v) { return arith::ConstantOp::create(b_, loc_, b_.getI64IntegerAttr(v)); };
+  // A loop per run, over the thread's chunks of it in every row: the run's
+  // column is a constant, so what its address computes from the column
+  // alone (ROAST's hash of the hash tile) is loop-invariant and hoisted.
+  for (int64_t q = 0; q < rt.getDimSize(1) / len; ++q) {
+    auto loop = scf::ForOp::create(b_, loc_, c32(0), c32((total + threads - 1) / threads), c32(1));
+    OpBuilder::InsertionGuard g(b_);
+    kl_.enterLoopBody(loop);
+    kl_.values().pushScope();
+    Value flat = arith::AddIOp::create(
+        b_, loc_, t, arith::MulIOp::create(b_, loc_, loop.getInductionVar(), c32(threads)));
+    Value r = arith::DivUIOp::create(b_, loc_, flat, c32(perRun));
+    Value c = arith::RemUIOp::create(b_, loc_, flat, c32(perRun));
+    // Addresses before the guard (computed unconditionally, so hoistable).
+    Value p = kl_.elem(ld.getPtr(), {r, c32(q * len)}, loc_);
+    Value a = LLVM::PtrToIntOp::create(b_, loc_, i64, p);
+    Value shift = arith::AndIOp::create(b_, loc_, a, c64(15));
+    Value src = arith::AddIOp::create(
+        b_, loc_, arith::SubIOp::create(b_, loc_, a, shift),
+        arith::ShLIOp::create(b_, loc_, arith::ExtUIOp::create(b_, loc_, i64, c), c64(4)));
+    // The extra last chunk holds data only when the run is misaligned.
+    Value needed = arith::OrIOp::create(
+        b_, loc_, arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::ult, c, c32(perRun - 1)),
+        arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::ne, shift, c64(0)));
+    Value d = arith::AddIOp::create(
+        b_, loc_, dst,
+        arith::AddIOp::create(b_, loc_, arith::MulIOp::create(b_, loc_, r, c32(rowPitch)),
+                              arith::AddIOp::create(b_, loc_, c32(q * (len * eb_ + 16)),
+                                                    arith::ShLIOp::create(b_, loc_, c, c32(4)))));
+    // rows * perRun is rarely a multiple of the thread count: the last trip is guarded.
+    scf::IfOp inRange;
+    if (total % threads) {
+      inRange = kl_.makeIf(arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::ult, flat, c32(total)),
+                           false, loc_);
+      b_.setInsertionPointToStart(inRange.thenBlock());
+    }
+    if (ld.getMask())
+      needed = arith::AndIOp::create(b_, loc_, needed, kl_.elem(ld.getMask(), {r, c32(0)}, loc_));
+    Value size = arith::SelectOp::create(b_, loc_, needed, c32(16), c32(0));
+    asmCall({}, {d, LLVM::IntToPtrOp::create(b_, loc_, p.getType(), src), size},
+            "cp.async.cg.shared.global [$0], [$1], 16, $2;", "r,l,r,~{memory}");
+    kl_.values().popScope();
+    if (inRange)
+      b_.setInsertionPointAfter(inRange);
+    scf::YieldOp::create(b_, loc_);
+  }
 }
 
 Layout StageCopier::copyLayout(tile::LoadOp ld, bool transposed) {

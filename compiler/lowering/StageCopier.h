@@ -41,6 +41,26 @@ public:
   /// `transposed`: the tile is contiguous along its first axis, and its
   /// stage holds it transposed (rows along the second axis).
   CopyFacts copyFacts(tile::LoadOp ld, bool transposed = false);
+  /// Rows of unknown alignment that 16-byte copies can still move: each row
+  /// of the (untransposed) tile is a whole number of contiguous runs of
+  /// runLength(ld) elements (16-byte multiples), every row starts each run at
+  /// the same address modulo 16 (analysis::rowsShareAlignment), and the mask,
+  /// if any, is the same along each row. Not for rows proven aligned, which
+  /// the plain copy moves. The runs per row, or 0. See copyShiftedRows.
+  int64_t shiftedRuns(tile::LoadOp ld);
+  int64_t runLength(tile::LoadOp ld);
+  /// Copies such a tile run by run from the 16-byte boundary at or below each
+  /// run's start: len * eb / 16 + 1 chunks a run, the last only when the run
+  /// is misaligned (it then ends inside that chunk). Run q of row r lands at
+  /// byte r * rowPitch + q * (len * eb + 16) of `dst`, its data starting
+  /// shiftedRunShift(ld, q * len) bytes on; masked-off rows are zero-filled.
+  void copyShiftedRows(tile::LoadOp ld, Value dst, int64_t rowPitch, Value producerTid = Value(),
+                       int64_t producers = 0);
+  /// The byte shift of the run starting at column `col` (i32): its first
+  /// element's address modulo 16, the same in every row, under the current
+  /// binding of the loop body.
+  Value shiftedRunShift(tile::LoadOp ld, Value col);
+
   /// The threads' 16-byte chunks of a loaded tile, in the stage's rows.
   Layout copyLayout(tile::LoadOp ld, bool transposed = false);
 

@@ -9,7 +9,7 @@ bool DotLoopEmitter::emitSwapIteration(Value i, Value fragOff, SmallVector<Value
   asmCall({}, {}, "cp.async.wait_group " + std::to_string(S - 3) + ";", "~{memory}");
   asmCall({}, {}, "fence.proxy.async.shared::cta;", "~{memory}"); // cold copies of A
   kl_.barrier(loc);
-  issueSwapWgmmas(i, fragOff, accs);
+  issueSwapWgmmas(i, fragOff, bShiftedFragOffsets(i), accs);
   if (!issueIteration(arith::AddIOp::create(b_, loc, i, c32(S - 2)), {}))
     return false;
   commitCopies();
@@ -17,13 +17,42 @@ bool DotLoopEmitter::emitSwapIteration(Value i, Value fragOff, SmallVector<Value
   return true;
 }
 
-void DotLoopEmitter::issueSwapWgmmas(Value i, Value fragOff, SmallVector<Value> &accs) {
+SmallVector<Value> DotLoopEmitter::bShiftedFragOffsets(Value j) {
+  SmallVector<Value> offs;
+  if (!bShifted)
+    return offs;
+  // The consumers evaluate the iteration's index arithmetic themselves (a
+  // few scalar operations: ROAST's hash), rather than wait on a shared word.
+  if (!bindIteration(j)) {
+    vals_.popScope();
+    return offs;
+  }
+  Value lane = arith::AndIOp::create(b_, loc, kl_.tid(), c32(31));
+  Value laneRow = arith::MulIOp::create(b_, loc, arith::AndIOp::create(b_, loc, lane, c32(3)), c32(rawRow));
+  Value col0 = swapFragColumn();
+  for (int64_t t = 0; t < T; ++t) {
+    Value col = arith::AddIOp::create(b_, loc, col0, c32(t * 64));
+    Value run = arith::DivUIOp::create(b_, loc, col, c32(bRunLen));
+    Value in = arith::RemUIOp::create(b_, loc, col, c32(bRunLen));
+    Value shift = copier_.shiftedRunShift(m_.loadB, arith::MulIOp::create(b_, loc, run, c32(bRunLen)));
+    Value off = arith::AddIOp::create(
+        b_, loc, arith::MulIOp::create(b_, loc, run, c32(bRunLen * eb + 16)),
+        arith::AddIOp::create(b_, loc, arith::MulIOp::create(b_, loc, in, c32(eb)), shift));
+    offs.push_back(arith::AddIOp::create(b_, loc, laneRow, off));
+  }
+  vals_.popScope();
+  return offs;
+}
+
+void DotLoopEmitter::issueSwapWgmmas(Value i, Value fragOff, ArrayRef<Value> shifted,
+                                     SmallVector<Value> &accs) {
   // Per k8 step and 64-row block of B^T, fragment rows g and g + 8 (g =
   // lane / 4) at columns c and c + 4 (c = lane % 4); rows interleaved, they
   // are N columns 2g and 2g + 1 of the warp's 16. B's copy has rows of BN + 8
   // words, so the 8-byte loads of a half-warp (4 K rows x 4 column pairs)
   // fall in distinct banks.
-  Value frag = arith::AddIOp::create(b_, loc, rawStage(i), fragOff);
+  Value raw = rawStage(i);
+  Value frag = arith::AddIOp::create(b_, loc, raw, fragOff);
   // With the interleaved rows of the transposed layout, a0/a1 (and a2/a3)
   // are adjacent N columns: one 8-byte load each.
   auto v2 = VectorType::get({2}, i32);
@@ -31,8 +60,16 @@ void DotLoopEmitter::issueSwapWgmmas(Value i, Value fragOff, SmallVector<Value> 
     SmallVector<Value> regs;
     for (int64_t t = 0; t < T; ++t)
       for (int64_t q = 0; q < 4; q += 2) {
-        int64_t off = (kk * 8 + (q >= 2 ? 4 : 0)) * rawRow + t * 64 * 4;
-        Value at = arith::AddIOp::create(b_, loc, frag, c32(off));
+        int64_t row = (kk * 8 + (q >= 2 ? 4 : 0)) * rawRow;
+        if (!shifted.empty()) { // 4-byte aligned only
+          Value at = arith::AddIOp::create(b_, loc, raw, shifted[t]);
+          for (int64_t e = 0; e < 2; ++e) {
+            Value w = arith::AddIOp::create(b_, loc, at, c32(row + 4 * e));
+            regs.push_back(LLVM::LoadOp::create(b_, loc, i32, LLVM::IntToPtrOp::create(b_, loc, ptr3, w), 4));
+          }
+          continue;
+        }
+        Value at = arith::AddIOp::create(b_, loc, frag, c32(row + t * 64 * 4));
         Value pair = LLVM::LoadOp::create(b_, loc, v2, LLVM::IntToPtrOp::create(b_, loc, ptr3, at), 8);
         for (int64_t e = 0; e < 2; ++e)
           regs.push_back(LLVM::ExtractElementOp::create(b_, loc, pair, c32(e)));
@@ -74,8 +111,16 @@ void DotLoopEmitter::issueSwapWgmmas(Value i, Value fragOff, SmallVector<Value> 
 
 Value DotLoopEmitter::swapFragOffset() {
   Value lane = arith::AndIOp::create(b_, loc, kl_.tid(), c32(31));
+  return arith::AddIOp::create(
+      b_, loc,
+      arith::MulIOp::create(b_, loc, arith::AndIOp::create(b_, loc, lane, c32(3)), c32(rawRow)),
+      arith::MulIOp::create(b_, loc, swapFragColumn(), c32(4)));
+}
+
+Value DotLoopEmitter::swapFragColumn() {
+  Value lane = arith::AndIOp::create(b_, loc, kl_.tid(), c32(31));
   Value warp = arith::ShRUIOp::create(b_, loc, kl_.tid(), c32(5));
-  Value nRow = arith::AddIOp::create(
+  return arith::AddIOp::create(
       b_, loc,
       arith::AddIOp::create(
           b_, loc,
@@ -83,10 +128,6 @@ Value DotLoopEmitter::swapFragOffset() {
                                 c32(T * 64)),
           arith::MulIOp::create(b_, loc, arith::AndIOp::create(b_, loc, warp, c32(3)), c32(16))),
       arith::ShLIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, lane, c32(2)), c32(1)));
-  return arith::AddIOp::create(
-      b_, loc,
-      arith::MulIOp::create(b_, loc, arith::AndIOp::create(b_, loc, lane, c32(3)), c32(rawRow)),
-      arith::MulIOp::create(b_, loc, nRow, c32(4)));
 }
 
 bool DotLoopEmitter::emitSwapLoop(ValueRange acc0, SmallVector<Value> &accs) {

@@ -143,7 +143,7 @@ bool DotLoopEmitter::wsConsumer(ValueRange acc0, SmallVector<Value> &accs, Value
     if (anyCpAsync())
       asmCall({}, {}, "fence.proxy.async.shared::cta;", "~{memory}");
     if (swap)
-      issueSwapWgmmas(gi, rowBytes, a);
+      issueSwapWgmmas(gi, rowBytes, bShiftedFragOffsets(i), a);
     else
       issueWgmmas(gi, rowBytes, a);
     a = waitAcc(a, 1);

@@ -236,8 +236,9 @@ TEST_CASE("GPU matmul_persistent matches fp64", "[gpu][matmul]") {
 
 // ROAST-MM forward: the hashed W tile has a computed base each K-step but
 // contiguous rows, so its loads pipeline too (B operand; through registers for
-// tf32, by cp.async for bf16). Misaligned hash offsets take the element-wise
-// copy path.
+// tf32, by cp.async for bf16). Misaligned hash offsets (RzLinear's mapping)
+// are copied from 16-byte boundaries and read shifted when BN <= HN (tf32),
+// else as 4-byte copies.
 TEST_CASE("GPU roast_mm_fwd on the pipelined tensor-core path matches fp64", "[gpu][matmul]") {
   std::unique_ptr<Context> ctx = tessera::testing::gpuOrSkip();
   if (!ctx)
@@ -275,7 +276,8 @@ TEST_CASE("GPU roast_mm_fwd on the pipelined tensor-core path matches fp64", "[g
       int64_t bm, bn, split;
     };
     for (auto [warps, bm, bn, split] : {Shape{8, 128, 64, 1}, Shape{4, 64, 64, 1}, Shape{8, 128, 128, 1},
-                                        Shape{4, 32, 128, 3}, Shape{8, 32, 256, 2}}) {
+                                        Shape{4, 32, 128, 3}, Shape{8, 32, 256, 2}, Shape{4, 32, 64, 4},
+                                        Shape{4, 256, 64, 2}}) {
       JitOptions o;
       o.numWarps = warps;
       o.numStages = 3;
