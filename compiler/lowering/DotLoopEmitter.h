@@ -58,7 +58,8 @@ public:
         warpgroups(opts.numWarps / 4), S(stages), WA(std::min<int64_t>(128, BK * eb)),
         WB(bStageKMajor ? WA : std::min<int64_t>(128, BN * eb)), aBytes(BM * BK * eb),
         bBytes(BK * BN * eb), stageBytes(aBytes + bBytes),
-        rawRow(swap ? swapRawRow(BN * eb, copier_.shiftedRuns(m.loadB) == 1) : BN * eb + 16),
+        rawRow(swap ? swapRawRow(BN * eb, shiftsRows(swap, BM) ? copier_.shiftedRuns(m.loadB) : 0)
+                    : BN * eb + 16),
         rawBytes(BK * rawRow), stagedBytes(S * aBytes + 3 * bBytes + (S - 2) * rawBytes),
         bStaged(bViaRegs && S >= 4 && smem.used() + 1024 + stagedBytes <= smem.limit()),
         totalBytes(bStaged ? stagedBytes : swap ? S * (aBytes + rawBytes) : ringBytes(swap, BM, BN, BK, eb, S)),
@@ -76,14 +77,9 @@ public:
       AxisInfo pa = kl.axis().get(m.loadA.getPtr());
       aMMajor = pa.contiguity[1 - aMAxis()] < vecElems && pa.contiguity[aMAxis()] >= vecElems;
     }
-    // One run a row only: with several (a ROAST tile wider than its hash
-    // tile) each consumer thread evaluates its runs' offsets every iteration
-    // (the hash, a 64-bit remainder by a run-time value), and the copies ran
-    // slower than the 4-byte ones (H200, RzLinear's mapping: 512 x 8192^2 at
-    // 256 x 128, 267 us against 222; bench/NOTES.md, session 23).
-    if (swap && copier_.shiftedRuns(m.loadB) == 1)
+    if (shiftsRows(swap, BM) && (bRuns = copier_.shiftedRuns(m.loadB)))
       bRunLen = copier_.runLength(m.loadB);
-    bShifted = bRunLen > 0;
+    bShifted = bRuns > 0;
   }
 
   /// Whether the tile sizes, operand contiguity, pointer tiles and shared
@@ -94,7 +90,7 @@ public:
   // Warp specialization's own conditions (after the pipeline's).
   bool wsApplies(const std::function<bool(std::string)> &no);
   // Shared memory: the stages, then (warp-specialized) 2 * S mbarriers.
-  int64_t allocBytes() const { return totalBytes + (ws ? 16 * S : 0); }
+  int64_t allocBytes() const { return shiftWordsAt() + (bShifted ? (S * bRuns * 4 + 15) / 16 * 16 : 0); }
 
   /// Why applies() said no.
   std::string whyNot;
@@ -189,13 +185,27 @@ private:
   // not fit, B goes through registers within the iteration.
   const int64_t rawRow, rawBytes;
   // tf32 C^T path, B rows of unknown but shared alignment (ROAST's hashed
-  // blocks in RzLinear's mapping), each row one contiguous run of bRunLen
-  // elements: copied from the 16-byte boundary below its start, one chunk
-  // more than the run (StageCopier::shiftedRuns), and the B^T fragments
-  // read at the run's shift, 4 bytes at a time. The fragment offsets take
-  // one run per 64-column block, so that several runs would also work.
+  // blocks in RzLinear's mapping), each row bRuns contiguous runs of bRunLen
+  // elements: each run copied from the 16-byte boundary below its start,
+  // one chunk more than the run (StageCopier::shiftedRuns), and the B^T
+  // fragments read at the run's shift, 4 bytes at a time. The producers
+  // publish each stage's shifts in shared words (the consumers would
+  // otherwise evaluate every run's offset, ROAST's hash, each iteration).
   bool bShifted = false;
-  int64_t bRunLen = 0;
+  int64_t bRuns = 0, bRunLen = 0;
+  // The stages' shift words follow the stages and mbarriers: bRuns i32 a stage.
+  int64_t shiftWordsAt() const { return totalBytes + (ws ? 16 * S : 0); }
+  Value shiftWord(Value slot, Value run);
+  // Stores one run's shift for running iteration gj's stage (one thread per
+  // run); warp-specialized, it then arrives on the stage's `full` barrier
+  // (release: the consumers' wait acquires).
+  void publishShift(Value gj, Value run, Value shift);
+  // Whether B rows of unknown alignment take the shifted copies: in the C^T
+  // path, for tiles of at most 64 rows of A (small batches, where the copies
+  // bound the loop: RzLinear's 32 x 20480^2 at 32 x 256, 361 us against 429
+  // with 4-byte copies, H200). At 256 rows the 4-byte copies were faster
+  // (512 x 8192^2 at 256 x 128: 222 us against 238; bench/NOTES.md).
+  static bool shiftsRows(bool swap, int64_t BM) { return swap && BM <= 64; }
   // The padded raw row of the C^T path: 32 bytes past the row (8-byte
   // fragment loads free of bank conflicts), or 16 bytes a shifted run when
   // that is more, rounded up to the same residue modulo 128.
@@ -285,17 +295,19 @@ private:
   Placement bPlacement() { return swizzledIn(kMajorB ? BN : BK, WB); }
   // Copies one operand tile of iteration j to shared memory at `dst` +
   // place(row, byte in row); in warp-specialized code, by the producers.
-  bool issueCopy(tile::LoadOp ld, Value dst, const Placement &place) {
+  // `gj`: the running iteration whose stage `dst` is (a shifted B needs it).
+  bool issueCopy(tile::LoadOp ld, Value dst, const Placement &place, Value gj = Value()) {
     if (ld == m_.loadB && bShifted) { // into the raw stage's padded rows
-      copier_.copyShiftedRows(ld, dst, rawRow, ptid, P);
+      copier_.copyShiftedRows(ld, dst, rawRow, [&](Value run, Value shift) { publishShift(gj, run, shift); },
+                              ptid, P);
       return true;
     }
     return copier_.issueCopy(ld, dst, place, ptid, P, copiedTransposed(ld));
   }
   // bShifted: the thread's byte offset of its B^T fragments in each of its
-  // T column blocks of iteration j's raw stage (run, place in the run and
-  // the run's shift); empty otherwise.
-  SmallVector<Value> bShiftedFragOffsets(Value j);
+  // T column blocks of running iteration gi's raw stage (run, place in the
+  // run and the run's published shift); empty otherwise.
+  SmallVector<Value> bShiftedFragOffsets(Value gi);
 
   // Chunk k of this thread: groups of 16 consecutive chunks run down K, so a
   // warp covers 16 K rows x 2 chunks along N. Its transposed stores then land

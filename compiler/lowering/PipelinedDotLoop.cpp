@@ -374,7 +374,7 @@ bool DotLoopEmitter::issueIteration(Value j, ArrayRef<Value> bVals) {
   ok = ok && issueCopy(m_.loadA, aStage(j), aPlacement());
   if (bStaged || swap)
     ok = ok && issueCopy(m_.loadB, rawStage(j),
-                         [this](Value r, Value colByte) { return rowMajorRaw(r, colByte); });
+                         [this](Value r, Value colByte) { return rowMajorRaw(r, colByte); }, j);
   else if (bViaRegs)
     storeTransposed(bVals, bStage(j));
   else

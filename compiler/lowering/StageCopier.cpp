@@ -45,28 +45,36 @@ Value StageCopier::shiftedRunShift(tile::LoadOp ld, Value col) {
   return arith::AndIOp::create(b_, loc_, arith::TruncIOp::create(b_, loc_, i32, a), c32(15));
 }
 
-void StageCopier::copyShiftedRows(tile::LoadOp ld, Value dst, int64_t rowPitch, Value producerTid,
-                                  int64_t producers) {
+void StageCopier::copyShiftedRows(tile::LoadOp ld, Value dst, int64_t rowPitch,
+                                  const ShiftSink &publish, Value producerTid, int64_t producers) {
   auto rt = cast<RankedTensorType>(ld.getType());
-  int64_t len = runLength(ld), perRun = len * eb_ / 16 + 1, total = rt.getDimSize(0) * perRun;
+  int64_t len = runLength(ld), runs = rt.getDimSize(1) / len, perRun = len * eb_ / 16 + 1,
+          total = rt.getDimSize(0) * perRun;
   Value t = producerTid ? producerTid : kl_.tid();
   int64_t threads = producerTid ? producers : kl_.threads();
+  // Runs go to groups of at least a warp (a run's threads evaluate its
+  // address, ROAST's hash, once a copy); more runs than groups take turns.
+  int64_t group = std::max<int64_t>(32, threads / runs), perPass = threads / group;
+  Value q0 = arith::DivUIOp::create(b_, loc_, t, c32(group));
+  Value local = arith::RemUIOp::create(b_, loc_, t, c32(group));
   Type i64 = b_.getI64Type();
   auto c64 = [&](int64_t v) { return arith::ConstantOp::create(b_, loc_, b_.getI64IntegerAttr(v)); };
-  // A loop per run, over the thread's chunks of it in every row: the run's
-  // column is a constant, so what its address computes from the column
-  // alone (ROAST's hash of the hash tile) is loop-invariant and hoisted.
-  for (int64_t q = 0; q < rt.getDimSize(1) / len; ++q) {
-    auto loop = scf::ForOp::create(b_, loc_, c32(0), c32((total + threads - 1) / threads), c32(1));
+  for (int64_t pass = 0; pass * perPass < runs; ++pass) {
+    Value q = arith::AddIOp::create(b_, loc_, q0, c32(pass * perPass));
+    auto loop = scf::ForOp::create(b_, loc_, c32(0), c32((total + group - 1) / group), c32(1));
     OpBuilder::InsertionGuard g(b_);
     kl_.enterLoopBody(loop);
     kl_.values().pushScope();
     Value flat = arith::AddIOp::create(
-        b_, loc_, t, arith::MulIOp::create(b_, loc_, loop.getInductionVar(), c32(threads)));
-    Value r = arith::DivUIOp::create(b_, loc_, flat, c32(perRun));
-    Value c = arith::RemUIOp::create(b_, loc_, flat, c32(perRun));
-    // Addresses before the guard (computed unconditionally, so hoistable).
-    Value p = kl_.elem(ld.getPtr(), {r, c32(q * len)}, loc_);
+        b_, loc_, local, arith::MulIOp::create(b_, loc_, loop.getInductionVar(), c32(group)));
+    // A last trip past the run's chunks copies its last chunk again (the
+    // same bytes to the same place): no branch, so that what the address
+    // computes from the run alone (ROAST's hash, a remainder by a run-time
+    // value) is executed on every trip and hoisted out of the loop.
+    Value chunk = total % group ? Value(arith::MinUIOp::create(b_, loc_, flat, c32(total - 1))) : flat;
+    Value r = arith::DivUIOp::create(b_, loc_, chunk, c32(perRun));
+    Value c = arith::RemUIOp::create(b_, loc_, chunk, c32(perRun));
+    Value p = kl_.elem(ld.getPtr(), {r, arith::MulIOp::create(b_, loc_, q, c32(len))}, loc_);
     Value a = LLVM::PtrToIntOp::create(b_, loc_, i64, p);
     Value shift = arith::AndIOp::create(b_, loc_, a, c64(15));
     Value src = arith::AddIOp::create(
@@ -78,24 +86,32 @@ void StageCopier::copyShiftedRows(tile::LoadOp ld, Value dst, int64_t rowPitch, 
         arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::ne, shift, c64(0)));
     Value d = arith::AddIOp::create(
         b_, loc_, dst,
-        arith::AddIOp::create(b_, loc_, arith::MulIOp::create(b_, loc_, r, c32(rowPitch)),
-                              arith::AddIOp::create(b_, loc_, c32(q * (len * eb_ + 16)),
-                                                    arith::ShLIOp::create(b_, loc_, c, c32(4)))));
-    // rows * perRun is rarely a multiple of the thread count: the last trip is guarded.
-    scf::IfOp inRange;
-    if (total % threads) {
-      inRange = kl_.makeIf(arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::ult, flat, c32(total)),
-                           false, loc_);
-      b_.setInsertionPointToStart(inRange.thenBlock());
-    }
+        arith::AddIOp::create(
+            b_, loc_, arith::MulIOp::create(b_, loc_, r, c32(rowPitch)),
+            arith::AddIOp::create(b_, loc_, arith::MulIOp::create(b_, loc_, q, c32(len * eb_ + 16)),
+                                  arith::ShLIOp::create(b_, loc_, c, c32(4)))));
     if (ld.getMask())
       needed = arith::AndIOp::create(b_, loc_, needed, kl_.elem(ld.getMask(), {r, c32(0)}, loc_));
     Value size = arith::SelectOp::create(b_, loc_, needed, c32(16), c32(0));
-    asmCall({}, {d, LLVM::IntToPtrOp::create(b_, loc_, p.getType(), src), size},
-            "cp.async.cg.shared.global [$0], [$1], 16, $2;", "r,l,r,~{memory}");
+    {
+      // A last pass may leave groups idle (runs % perPass).
+      scf::IfOp copy;
+      if (runs % perPass) {
+        copy = kl_.makeIf(arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::ult, q, c32(runs)), false, loc_);
+        b_.setInsertionPointToStart(copy.thenBlock());
+      }
+      asmCall({}, {d, LLVM::IntToPtrOp::create(b_, loc_, p.getType(), src), size},
+              "cp.async.cg.shared.global [$0], [$1], 16, $2;", "r,l,r,~{memory}");
+      // The run's first chunk (row 0): its thread publishes the shift.
+      scf::IfOp first = kl_.makeIf(
+          arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::eq, flat, c32(0)), false, loc_);
+      OpBuilder::InsertionGuard g2(b_);
+      b_.setInsertionPointToStart(first.thenBlock());
+      publish(q, arith::TruncIOp::create(b_, loc_, i32, shift));
+      if (copy)
+        b_.setInsertionPointAfter(copy);
+    }
     kl_.values().popScope();
-    if (inRange)
-      b_.setInsertionPointAfter(inRange);
     scf::YieldOp::create(b_, loc_);
   }
 }

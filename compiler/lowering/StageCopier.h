@@ -53,9 +53,13 @@ public:
   /// run's start: len * eb / 16 + 1 chunks a run, the last only when the run
   /// is misaligned (it then ends inside that chunk). Run q of row r lands at
   /// byte r * rowPitch + q * (len * eb + 16) of `dst`, its data starting
-  /// shiftedRunShift(ld, q * len) bytes on; masked-off rows are zero-filled.
-  void copyShiftedRows(tile::LoadOp ld, Value dst, int64_t rowPitch, Value producerTid = Value(),
-                       int64_t producers = 0);
+  /// `shift` bytes on (its address modulo 16, the same in every row), which
+  /// one thread per run hands to publish(q, shift) (i32 values); masked-off
+  /// rows are zero-filled. Each run has its own group of threads, so that a
+  /// thread evaluates one run's address (ROAST's hash) per copy.
+  using ShiftSink = std::function<void(Value, Value)>;
+  void copyShiftedRows(tile::LoadOp ld, Value dst, int64_t rowPitch, const ShiftSink &publish,
+                       Value producerTid = Value(), int64_t producers = 0);
   /// The byte shift of the run starting at column `col` (i32): its first
   /// element's address modulo 16, the same in every row, under the current
   /// binding of the loop body.

@@ -17,16 +17,27 @@ bool DotLoopEmitter::emitSwapIteration(Value i, Value fragOff, SmallVector<Value
   return true;
 }
 
-SmallVector<Value> DotLoopEmitter::bShiftedFragOffsets(Value j) {
+Value DotLoopEmitter::shiftWord(Value slot, Value run) {
+  return arith::AddIOp::create(
+      b_, loc, smemAddr,
+      arith::AddIOp::create(b_, loc, c32(shiftWordsAt()),
+                            arith::MulIOp::create(b_, loc,
+                                                  arith::AddIOp::create(b_, loc, arith::MulIOp::create(b_, loc, slot, c32(bRuns)), run),
+                                                  c32(4))));
+}
+
+void DotLoopEmitter::publishShift(Value gj, Value run, Value shift) {
+  Value w = shiftWord(slotOf(gj), run);
+  LLVM::StoreOp::create(b_, loc, shift, LLVM::IntToPtrOp::create(b_, loc, ptr3, w), 4);
+  if (ws)
+    asmCall({}, {mbar(0, slotOf(gj))}, "mbarrier.arrive.release.cta.shared::cta.b64 _, [$0];",
+            "r,~{memory}");
+}
+
+SmallVector<Value> DotLoopEmitter::bShiftedFragOffsets(Value gi) {
   SmallVector<Value> offs;
   if (!bShifted)
     return offs;
-  // The consumers evaluate the iteration's index arithmetic themselves (a
-  // few scalar operations: ROAST's hash), rather than wait on a shared word.
-  if (!bindIteration(j)) {
-    vals_.popScope();
-    return offs;
-  }
   Value lane = arith::AndIOp::create(b_, loc, kl_.tid(), c32(31));
   Value laneRow = arith::MulIOp::create(b_, loc, arith::AndIOp::create(b_, loc, lane, c32(3)), c32(rawRow));
   Value col0 = swapFragColumn();
@@ -34,13 +45,13 @@ SmallVector<Value> DotLoopEmitter::bShiftedFragOffsets(Value j) {
     Value col = arith::AddIOp::create(b_, loc, col0, c32(t * 64));
     Value run = arith::DivUIOp::create(b_, loc, col, c32(bRunLen));
     Value in = arith::RemUIOp::create(b_, loc, col, c32(bRunLen));
-    Value shift = copier_.shiftedRunShift(m_.loadB, arith::MulIOp::create(b_, loc, run, c32(bRunLen)));
+    Value shift = LLVM::LoadOp::create(b_, loc, i32,
+                                       LLVM::IntToPtrOp::create(b_, loc, ptr3, shiftWord(slotOf(gi), run)), 4);
     Value off = arith::AddIOp::create(
         b_, loc, arith::MulIOp::create(b_, loc, run, c32(bRunLen * eb + 16)),
         arith::AddIOp::create(b_, loc, arith::MulIOp::create(b_, loc, in, c32(eb)), shift));
     offs.push_back(arith::AddIOp::create(b_, loc, laneRow, off));
   }
-  vals_.popScope();
   return offs;
 }
 
@@ -62,9 +73,9 @@ void DotLoopEmitter::issueSwapWgmmas(Value i, Value fragOff, ArrayRef<Value> shi
       for (int64_t q = 0; q < 4; q += 2) {
         int64_t row = (kk * 8 + (q >= 2 ? 4 : 0)) * rawRow;
         if (!shifted.empty()) { // 4-byte aligned only
-          Value at = arith::AddIOp::create(b_, loc, raw, shifted[t]);
+          Value at = arith::AddIOp::create(b_, loc, arith::AddIOp::create(b_, loc, raw, shifted[t]), c32(row));
           for (int64_t e = 0; e < 2; ++e) {
-            Value w = arith::AddIOp::create(b_, loc, at, c32(row + 4 * e));
+            Value w = arith::AddIOp::create(b_, loc, at, c32(4 * e));
             regs.push_back(LLVM::LoadOp::create(b_, loc, i32, LLVM::IntToPtrOp::create(b_, loc, ptr3, w), 4));
           }
           continue;

@@ -66,7 +66,7 @@ void DotLoopEmitter::wsSetup() {
     for (int64_t q = 0; q < S; ++q) {
       // `full` completes with the cp.async arrivals of every producer thread
       // and the TMA thread's expect_tx arrival (its bytes landed).
-      int64_t fullCount = (anyCpAsync() ? P : 0) + (anyTma() ? 1 : 0);
+      int64_t fullCount = (anyCpAsync() ? P : 0) + (anyTma() ? 1 : 0) + (bShifted ? bRuns : 0);
       asmCall({}, {mbar(0, c32(q)), c32(fullCount)}, "mbarrier.init.shared::cta.b64 [$0], $1;",
               "r,r,~{memory}");
       asmCall({}, {mbar(1, c32(q)), c32(opts_.numWarps)}, "mbarrier.init.shared::cta.b64 [$0], $1;",
@@ -111,7 +111,7 @@ bool DotLoopEmitter::wsProducer(Value base) {
   if (anyCpAsync()) {
     bool ok = bindIteration(j) && (tmaA || issueCopy(m_.loadA, aStage(gj), aPlacement())) &&
               (tmaB || (swap ? issueCopy(m_.loadB, rawStage(gj),
-                                         [this](Value r, Value colByte) { return rowMajorRaw(r, colByte); })
+                                         [this](Value r, Value colByte) { return rowMajorRaw(r, colByte); }, gj)
                              : issueCopy(m_.loadB, bStage(gj), bPlacement())));
     vals_.popScope();
     if (!ok)
@@ -143,7 +143,7 @@ bool DotLoopEmitter::wsConsumer(ValueRange acc0, SmallVector<Value> &accs, Value
     if (anyCpAsync())
       asmCall({}, {}, "fence.proxy.async.shared::cta;", "~{memory}");
     if (swap)
-      issueSwapWgmmas(gi, rowBytes, bShiftedFragOffsets(i), a);
+      issueSwapWgmmas(gi, rowBytes, bShiftedFragOffsets(gi), a);
     else
       issueWgmmas(gi, rowBytes, a);
     a = waitAcc(a, 1);
