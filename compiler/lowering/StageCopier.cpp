@@ -94,10 +94,11 @@ void StageCopier::copyShiftedRows(tile::LoadOp ld, Value dst, int64_t rowPitch,
       needed = arith::AndIOp::create(b_, loc_, needed, kl_.elem(ld.getMask(), {r, c32(0)}, loc_));
     Value size = arith::SelectOp::create(b_, loc_, needed, c32(16), c32(0));
     {
+      OpBuilder::InsertionGuard g1(b_);
       // A last pass may leave groups idle (runs % perPass).
-      scf::IfOp copy;
       if (runs % perPass) {
-        copy = kl_.makeIf(arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::ult, q, c32(runs)), false, loc_);
+        scf::IfOp copy =
+            kl_.makeIf(arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::ult, q, c32(runs)), false, loc_);
         b_.setInsertionPointToStart(copy.thenBlock());
       }
       asmCall({}, {d, LLVM::IntToPtrOp::create(b_, loc_, p.getType(), src), size},
@@ -105,11 +106,8 @@ void StageCopier::copyShiftedRows(tile::LoadOp ld, Value dst, int64_t rowPitch,
       // The run's first chunk (row 0): its thread publishes the shift.
       scf::IfOp first = kl_.makeIf(
           arith::CmpIOp::create(b_, loc_, arith::CmpIPredicate::eq, flat, c32(0)), false, loc_);
-      OpBuilder::InsertionGuard g2(b_);
       b_.setInsertionPointToStart(first.thenBlock());
       publish(q, arith::TruncIOp::create(b_, loc_, i32, shift));
-      if (copy)
-        b_.setInsertionPointAfter(copy);
     }
     kl_.values().popScope();
     scf::YieldOp::create(b_, loc_);
