@@ -58,8 +58,9 @@ public:
         warpgroups(opts.numWarps / 4), S(stages), WA(std::min<int64_t>(128, BK * eb)),
         WB(bStageKMajor ? WA : std::min<int64_t>(128, BN * eb)), aBytes(BM * BK * eb),
         bBytes(BK * BN * eb), stageBytes(aBytes + bBytes),
-        rawRow(swap ? swapRawRow(BN * eb, shiftsRows(swap, BM) ? copier_.shiftedRuns(m.loadB) : 0)
-                    : BN * eb + 16),
+        bRuns(shiftsRows(swap, BM) ? copier_.shiftedRuns(m.loadB) : 0),
+        bRunLen(bRuns ? copier_.runLength(m.loadB) : 0),
+        rawRow(swap ? swapRawRow(BN * eb, bRuns) : BN * eb + 16),
         rawBytes(BK * rawRow), stagedBytes(S * aBytes + 3 * bBytes + (S - 2) * rawBytes),
         bStaged(bViaRegs && S >= 4 && smem.used() + 1024 + stagedBytes <= smem.limit()),
         totalBytes(bStaged ? stagedBytes : swap ? S * (aBytes + rawBytes) : ringBytes(swap, BM, BN, BK, eb, S)),
@@ -77,9 +78,6 @@ public:
       AxisInfo pa = kl.axis().get(m.loadA.getPtr());
       aMMajor = pa.contiguity[1 - aMAxis()] < vecElems && pa.contiguity[aMAxis()] >= vecElems;
     }
-    if (shiftsRows(swap, BM) && (bRuns = copier_.shiftedRuns(m.loadB)))
-      bRunLen = copier_.runLength(m.loadB);
-    bShifted = bRuns > 0;
   }
 
   /// Whether the tile sizes, operand contiguity, pointer tiles and shared
@@ -90,7 +88,7 @@ public:
   // Warp specialization's own conditions (after the pipeline's).
   bool wsApplies(const std::function<bool(std::string)> &no);
   // Shared memory: the stages, then (warp-specialized) 2 * S mbarriers.
-  int64_t allocBytes() const { return shiftWordsAt() + (bShifted ? (S * bRuns * 4 + 15) / 16 * 16 : 0); }
+  int64_t allocBytes() const { return shiftWordsAt() + (S * bRuns * 4 + 15) / 16 * 16; }
 
   /// Why applies() said no.
   std::string whyNot;
@@ -183,16 +181,16 @@ private:
   // three K-major buffers one iteration before its wgmmas. Global latency then
   // never sits between a load and a store. With 3 stages, or when that does
   // not fit, B goes through registers within the iteration.
-  const int64_t rawRow, rawBytes;
   // tf32 C^T path, B rows of unknown but shared alignment (ROAST's hashed
   // blocks in RzLinear's mapping), each row bRuns contiguous runs of bRunLen
-  // elements: each run copied from the 16-byte boundary below its start,
-  // one chunk more than the run (StageCopier::shiftedRuns), and the B^T
-  // fragments read at the run's shift, 4 bytes at a time. The producers
-  // publish each stage's shifts in shared words (the consumers would
-  // otherwise evaluate every run's offset, ROAST's hash, each iteration).
-  bool bShifted = false;
-  int64_t bRuns = 0, bRunLen = 0;
+  // elements (bRuns = 0: B is copied otherwise): each run copied from the
+  // 16-byte boundary below its start, one chunk more than the run
+  // (StageCopier::shiftedRuns), and the B^T fragments read at the run's
+  // shift, 4 bytes at a time. The producers publish each stage's shifts in
+  // shared words (the consumers would otherwise evaluate every run's
+  // offset, ROAST's hash, each iteration).
+  const int64_t bRuns, bRunLen;
+  const int64_t rawRow, rawBytes;
   // The stages' shift words follow the stages and mbarriers: bRuns i32 a stage.
   int64_t shiftWordsAt() const { return totalBytes + (ws ? 16 * S : 0); }
   Value shiftWord(Value slot, Value run);
@@ -297,14 +295,14 @@ private:
   // place(row, byte in row); in warp-specialized code, by the producers.
   // `gj`: the running iteration whose stage `dst` is (a shifted B needs it).
   bool issueCopy(tile::LoadOp ld, Value dst, const Placement &place, Value gj = Value()) {
-    if (ld == m_.loadB && bShifted) { // into the raw stage's padded rows
+    if (ld == m_.loadB && bRuns) { // into the raw stage's padded rows
       copier_.copyShiftedRows(ld, dst, rawRow, [&](Value run, Value shift) { publishShift(gj, run, shift); },
                               ptid, P);
       return true;
     }
     return copier_.issueCopy(ld, dst, place, ptid, P, copiedTransposed(ld));
   }
-  // bShifted: the thread's byte offset of its B^T fragments in each of its
+  // Shifted B (bRuns): the thread's byte offset of its B^T fragments in each of its
   // T column blocks of running iteration gi's raw stage (run, place in the
   // run and the run's published shift); empty otherwise.
   SmallVector<Value> bShiftedFragOffsets(Value gi);

@@ -123,7 +123,7 @@ bool DotLoopEmitter::wsApplies(const std::function<bool(std::string)> &no) {
   for (tile::LoadOp ld : {m_.loadA, m_.loadB}) {
     if (ld == m_.loadA ? bool(tmaA) : bool(tmaB))
       continue;
-    if (ld == m_.loadB && bShifted) // 16-byte copies, a loop over the producers' chunks
+    if (ld == m_.loadB && bRuns) // 16-byte copies, a loop over the producers' chunks
       continue;
     auto rt = cast<RankedTensorType>(ld.getType());
     if (!copyFacts(ld).async() || (rt.getNumElements() / vecElems) % P)
@@ -141,7 +141,7 @@ std::string DotLoopEmitter::summary() const {
       : useWgmma ? "wgmma m64n" + std::to_string(BN) + "k" + std::to_string(kPerInst)
                  : std::string("mma.sync m16n8k16 with ldmatrix");
   std::string a = aMMajor ? ", A copied M-major (read transposed by wgmma)" : "";
-  std::string b = bShifted ? ", B rows of unknown alignment copied from 16-byte boundaries and read shifted"
+  std::string b = bRuns ? ", B rows of unknown alignment copied from 16-byte boundaries and read shifted"
                   : m_.bGathered ? ", B gathered into a K-major stage"
                   : m_.bColumnMajor ? ", B column-major, copied K-major"
                   : kMajorB    ? ", B^T copied K-major"

@@ -39,12 +39,6 @@ int64_t StageCopier::shiftedRuns(tile::LoadOp ld) {
   return analysis::rowsShareAlignment(ld.getPtr(), eb_, 16, kl_.axis()) ? cols / len : 0;
 }
 
-Value StageCopier::shiftedRunShift(tile::LoadOp ld, Value col) {
-  Value p = kl_.elem(ld.getPtr(), {c32(0), col}, loc_);
-  Value a = LLVM::PtrToIntOp::create(b_, loc_, b_.getI64Type(), p);
-  return arith::AndIOp::create(b_, loc_, arith::TruncIOp::create(b_, loc_, i32, a), c32(15));
-}
-
 void StageCopier::copyShiftedRows(tile::LoadOp ld, Value dst, int64_t rowPitch,
                                   const ShiftSink &publish, Value producerTid, int64_t producers) {
   auto rt = cast<RankedTensorType>(ld.getType());

@@ -60,10 +60,6 @@ public:
   using ShiftSink = std::function<void(Value, Value)>;
   void copyShiftedRows(tile::LoadOp ld, Value dst, int64_t rowPitch, const ShiftSink &publish,
                        Value producerTid = Value(), int64_t producers = 0);
-  /// The byte shift of the run starting at column `col` (i32): its first
-  /// element's address modulo 16, the same in every row, under the current
-  /// binding of the loop body.
-  Value shiftedRunShift(tile::LoadOp ld, Value col);
 
   /// The threads' 16-byte chunks of a loaded tile, in the stage's rows.
   Layout copyLayout(tile::LoadOp ld, bool transposed = false);

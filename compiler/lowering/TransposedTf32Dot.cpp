@@ -36,7 +36,7 @@ void DotLoopEmitter::publishShift(Value gj, Value run, Value shift) {
 
 SmallVector<Value> DotLoopEmitter::bShiftedFragOffsets(Value gi) {
   SmallVector<Value> offs;
-  if (!bShifted)
+  if (!bRuns)
     return offs;
   Value lane = arith::AndIOp::create(b_, loc, kl_.tid(), c32(31));
   Value laneRow = arith::MulIOp::create(b_, loc, arith::AndIOp::create(b_, loc, lane, c32(3)), c32(rawRow));

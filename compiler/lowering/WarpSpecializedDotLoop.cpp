@@ -66,7 +66,7 @@ void DotLoopEmitter::wsSetup() {
     for (int64_t q = 0; q < S; ++q) {
       // `full` completes with the cp.async arrivals of every producer thread
       // and the TMA thread's expect_tx arrival (its bytes landed).
-      int64_t fullCount = (anyCpAsync() ? P : 0) + (anyTma() ? 1 : 0) + (bShifted ? bRuns : 0);
+      int64_t fullCount = (anyCpAsync() ? P : 0) + (anyTma() ? 1 : 0) + bRuns;
       asmCall({}, {mbar(0, c32(q)), c32(fullCount)}, "mbarrier.init.shared::cta.b64 [$0], $1;",
               "r,r,~{memory}");
       asmCall({}, {mbar(1, c32(q)), c32(opts_.numWarps)}, "mbarrier.init.shared::cta.b64 [$0], $1;",
