@@ -3,6 +3,7 @@ torch callable, a benchmark run bracketed by peer timings, and the results file
 with device, date and commit."""
 import datetime
 import json
+import os
 import subprocess
 
 import torch
@@ -22,6 +23,21 @@ def median_ms(fn, iters=20, reps=7):
         end.synchronize()
         times.append(start.elapsed_time(end) / iters)
     return sorted(times)[len(times) // 2]
+
+
+def loaded_cublas():
+    """The path of the libcublas that torch.matmul calls (read from this process's
+    mappings after a matmul), for benchmarks that time cuBLAS beside our kernels in
+    alternation (bench/CublasPeer.h reads it from TESSERA_BENCH_CUBLAS)."""
+    x = torch.ones(16, 16, device="cuda", dtype=torch.float16)
+    torch.matmul(x, x)
+    torch.cuda.synchronize()
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            path = line.split()[-1]
+            if os.path.basename(path).startswith("libcublas.so"):
+                return path
+    return None
 
 
 def bracketed(cmd, peer, cases):

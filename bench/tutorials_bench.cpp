@@ -14,6 +14,7 @@
 //     pointers) in f16 at 4096^3 and 8192^3.
 // Prints one JSON line. Argument: num_warps for the row operations.
 #include "BenchTiming.h"
+#include "CublasPeer.h"
 
 #include "tessera/Half.h"
 #include "tessera/TunedKernel.h"
@@ -22,6 +23,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -46,9 +48,77 @@ def row_topk(X: *f32, Y: *f32, N: constexpr = 1024, K: constexpr = 8):
     store(Y + program_id(0) * K + arange(0, K), topk(load(X + r), K))
 )";
 
+// The matmul tutorials, f16 at 4096^3 and 8192^3, each tuned over its
+// @autotune configs (Triton's list) by the autotuner, as the tutorials tune
+// with triton.autotune: 03 indexes pointers by hand with run-time strides and
+// no hints, 08 goes through block pointers. 64 entries of each product are
+// checked against fp64. With TESSERA_BENCH_CUBLAS set, cuBLAS runs the same
+// product in alternation with ours (rounds of 3 x 10 launches each), so that
+// both see the same clocks; the ratio is the median of the rounds' ratios.
+void matmulTutorials(Context &ctx, std::mt19937 &rng) {
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::optional<bench::CublasPeer> cublas = bench::CublasPeer::fromEnvironment(ctx);
+  const std::string dir = std::string(TESSERA_SOURCE_DIR) + "/examples/tutorials/";
+  const std::pair<const char *, const char *> tutorials[] = {
+      {"03_matmul.tile", "matmul_kernel"}, {"08_block_pointer_matmul.tile", "matmul_kernel_with_block_pointers"}};
+  for (int32_t S : {4096, 8192}) {
+    std::vector<f16> ha(size_t(S) * S), hb(size_t(S) * S);
+    for (auto &v : ha)
+      v = f16(u(rng));
+    for (auto &v : hb)
+      v = f16(u(rng));
+    auto a = ctx.upload(ha), b = ctx.upload(hb);
+    auto c = ctx.alloc<f16>(size_t(S) * S);
+    for (auto [file, kernel] : tutorials) {
+      TunedKernel mm(ctx, dir + file, kernel);
+      auto grid = [&](const Config &cfg) {
+        return Grid::of(cdiv(S, cfg.get("BLOCK_SIZE_M")) * cdiv(S, cfg.get("BLOCK_SIZE_N")));
+      };
+      auto run = [&] { mm.launch(ctx.stream(), grid, a, b, c, S, S, S, S, 1, S, 1, S, 1); };
+      run();
+      std::vector<f16> hc = c.toHost();
+      double err = 0;
+      std::mt19937 pick(S);
+      for (int t = 0; t < 64; ++t) {
+        size_t i = pick() % size_t(S), j = pick() % size_t(S);
+        double want = 0;
+        for (size_t q = 0; q < size_t(S); ++q)
+          want += double(ha[i * S + q].toFloat()) * double(hb[q * S + j].toFloat());
+        err = std::max(err, std::fabs(hc[i * S + j].toFloat() - want) / (1 + std::fabs(want)));
+      }
+      std::string key = std::string(file).substr(0, 2) == "03" ? "matmul" : "block_ptr_matmul";
+      key += "_" + std::to_string(S);
+      std::printf(", \"%s_ms\": %.6f, \"%s_err\": %.3g, \"%s_config\": \"%s\"", key.c_str(),
+                  bench::medianMs(ctx, run, 10, 5), key.c_str(), err, key.c_str(),
+                  mm.lastDecision().config.str().c_str());
+      if (!cublas)
+        continue;
+      auto peer = [&] { cublas->matmulF16(a.address(), b.address(), c.address(), S, S, S); };
+      std::vector<double> ours, theirs, ratios;
+      for (int round = 0; round < 7; ++round) {
+        theirs.push_back(bench::medianMs(ctx, peer, 10, 3));
+        ours.push_back(bench::medianMs(ctx, run, 10, 3));
+        ratios.push_back(theirs.back() / ours.back());
+      }
+      std::printf(", \"%s_interleaved\": {\"tessera_ms\": %s, \"cublas_ms\": %s, \"vs_cublas\": %.4f}",
+                  key.c_str(), bench::jsonList(ours).c_str(), bench::jsonList(theirs).c_str(),
+                  bench::median(ratios));
+    }
+  }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
+  // `tutorials_bench matmul`: the matmul tutorials alone.
+  if (argc > 1 && std::string(argv[1]) == "matmul") {
+    Context ctx = Context::gpuOrInterpreter();
+    std::mt19937 rng(7);
+    std::printf("{\"mode\": \"matmul\"");
+    matmulTutorials(ctx, rng);
+    std::printf("}\n");
+    return 0;
+  }
   int warps = argc > 1 ? std::atoi(argv[1]) : 4;
   const int rows = 4096, n = 1024, k = 8;
   Context ctx = Context::gpuOrInterpreter();
@@ -161,49 +231,8 @@ int main(int argc, char **argv) {
     std::printf(", \"dropout_ms\": %.6f, \"copy_ms\": %.6f, \"dropout_rand4x_ms\": %.6f", timeDropout(drop),
                 bench::medianMs(ctx, runCopy, 20, 7), timeDropout(drop4));
   }
-  // The matmul tutorials, f16 at 4096^3 and 8192^3, each tuned over its
-  // @autotune configs (Triton's list) by the autotuner, as the tutorials tune
-  // with triton.autotune: 03 indexes pointers by hand with run-time strides
-  // and no hints, 08 goes through block pointers. 64 entries of each
-  // product are checked against fp64. Once per run (in the 8-warp run).
-  if (warps == 8) {
-    const std::string dir = std::string(TESSERA_SOURCE_DIR) + "/examples/tutorials/";
-    const std::pair<const char *, const char *> tutorials[] = {
-        {"03_matmul.tile", "matmul_kernel"},
-        {"08_block_pointer_matmul.tile", "matmul_kernel_with_block_pointers"}};
-    for (int32_t S : {4096, 8192}) {
-      std::vector<f16> ha(size_t(S) * S), hb(size_t(S) * S);
-      for (auto &v : ha)
-        v = f16(u(rng));
-      for (auto &v : hb)
-        v = f16(u(rng));
-      auto a = ctx.upload(ha), b = ctx.upload(hb);
-      auto c = ctx.alloc<f16>(size_t(S) * S);
-      for (auto [file, kernel] : tutorials) {
-        TunedKernel mm(ctx, dir + file, kernel);
-        auto grid = [&](const Config &cfg) {
-          return Grid::of(cdiv(S, cfg.get("BLOCK_SIZE_M")) * cdiv(S, cfg.get("BLOCK_SIZE_N")));
-        };
-        auto run = [&] { mm.launch(ctx.stream(), grid, a, b, c, S, S, S, S, 1, S, 1, S, 1); };
-        run();
-        std::vector<f16> hc = c.toHost();
-        double err = 0;
-        std::mt19937 pick(S);
-        for (int t = 0; t < 64; ++t) {
-          size_t i = pick() % size_t(S), j = pick() % size_t(S);
-          double want = 0;
-          for (size_t q = 0; q < size_t(S); ++q)
-            want += double(ha[i * S + q].toFloat()) * double(hb[q * S + j].toFloat());
-          err = std::max(err, std::fabs(hc[i * S + j].toFloat() - want) / (1 + std::fabs(want)));
-        }
-        std::string key = std::string(file).substr(0, 2) == "03" ? "matmul" : "block_ptr_matmul";
-        key += "_" + std::to_string(S);
-        std::printf(", \"%s_ms\": %.6f, \"%s_err\": %.3g, \"%s_config\": \"%s\"", key.c_str(),
-                    bench::medianMs(ctx, run, 10, 5), key.c_str(), err, key.c_str(),
-                    mm.lastDecision().config.str().c_str());
-      }
-    }
-  }
+  if (warps == 8)
+    matmulTutorials(ctx, rng);
   // Fused attention (the tutorial port), 4 x 32 heads, head dim 64, f16, at
   // the tutorial's blocks: forward, and backward (preprocessing + dK/dV/dQ),
   // causal and not, at N = 1024 and 4096. Once per run (with 4 warps).

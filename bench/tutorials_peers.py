@@ -14,11 +14,12 @@ for Tessera, torch here, in the same run), written to bench/results/tutorials.js
 """
 import argparse
 import json
+import os
 import subprocess
 
 import torch
 
-from peer_timing import median_ms, write_results
+from peer_timing import loaded_cublas, median_ms, write_results
 
 ROWS, N, K = 4096, 1024, 8
 
@@ -83,10 +84,12 @@ def main():
     ap.add_argument("--commit", default="unknown")
     ap.add_argument("--out", default="bench/results/tutorials.json")
     args = ap.parse_args()
+    # The matmul rows time cuBLAS inside the benchmark, in alternation with ours.
+    env = dict(os.environ, TESSERA_BENCH_CUBLAS=loaded_cublas() or "")
     before = torch_ms()
     ours = {}
     for warps in (4, 8):
-        out = subprocess.run([args.bin, str(warps)], check=True, capture_output=True, text=True).stdout
+        out = subprocess.run([args.bin, str(warps)], check=True, capture_output=True, text=True, env=env).stdout
         ours[warps] = json.loads(out.strip().splitlines()[-1])
     after = torch_ms()
     peers = {op: min(before[op], after[op]) for op in before}
@@ -143,20 +146,30 @@ def main():
                          "fwd_bwd_vs_sdpa_flash": peers[key + "_fwd_bwd"] / fb})
     m = ours[8]
     for s in MATMUL_S:
-        peer = peers[f"matmul_{s}"]
+        torch_peer = peers[f"matmul_{s}"]
         for kind, label in (("matmul", "tutorial 03 (pointer arithmetic, run-time strides, no hints)"),
                             ("block_ptr_matmul", "tutorial 08 (block pointers)")):
             ms = m[f"{kind}_{s}_ms"]
-            rows.append({"op": kind, "shape": [s, s, s], "dtype": "f16", "tessera_ms": ms,
-                         "config": m[f"{kind}_{s}_config"],
-                         "tessera_tflops": 2.0 * s ** 3 / ms / 1e9, "check_err": m[f"{kind}_{s}_err"],
-                         "cublas_ms": peer, "cublas_ms_before_after": [before[f"matmul_{s}"], after[f"matmul_{s}"]],
-                         "vs_cublas": peer / ms})
+            row = {"op": kind, "shape": [s, s, s], "dtype": "f16", "tessera_ms": ms,
+                   "config": m[f"{kind}_{s}_config"],
+                   "tessera_tflops": 2.0 * s ** 3 / ms / 1e9, "check_err": m[f"{kind}_{s}_err"],
+                   "torch_matmul_ms": torch_peer,
+                   "torch_matmul_ms_before_after": [before[f"matmul_{s}"], after[f"matmul_{s}"]],
+                   "vs_torch_matmul": torch_peer / ms}
+            # cuBLAS and ours in alternation in the same process (bench/CublasPeer.h): the
+            # ratio the target row takes, when the benchmark could load cuBLAS.
+            inter = m.get(f"{kind}_{s}_interleaved")
+            if inter:
+                row["interleaved"] = inter
+            ratio = inter["vs_cublas"] if inter else torch_peer / ms
+            row["vs_cublas"] = ratio
+            rows.append(row)
             if kind == "matmul":  # issue 16's first row, measured here beside its peer
                 targets.append({"name": f"tutorial-style fp16 matmul with no hints (tutorial 03), {s}^3, vs cuBLAS "
-                                        "(issue 16; cublas_ms / tessera_ms)",
-                                "measured": round(peer / ms, 4), "target": 0.95, "better": "higher",
-                                "met": peer / ms >= 0.95})
+                                        "(issue 16; cublas_ms / tessera_ms"
+                                        + (", timed in alternation)" if inter else ")"),
+                                "measured": round(ratio, 4), "target": 0.95, "better": "higher",
+                                "met": ratio >= 0.95})
     note = ("Issue 15. bench/tutorials_bench.cpp: row operations one program per row (cumsum Hillis-Steele, "
             "sort and topk a bitonic network), the better of 4 and 8 warps, checked against the CPU on 64 rows; "
             "the layer norm and dropout tutorial ports of examples/tutorials at the tutorial's configurations "
@@ -166,7 +179,10 @@ def main():
             "backend: figures only (issue 15 asks for its correctness; its speed targets are issue 16's). "
             "The matmul tutorials 03 (run-time strides, no hints; its target row is issue 16's) and 08 (block "
             "pointers), f16, each tuned by the autotuner over its @autotune configs (Triton's tutorial list) "
-            "in the same run, against torch.matmul (cuBLAS); medians of 5 x 10 launches.")
+            "in the same run, against cuBLAS: cublasGemmEx (the call torch.matmul makes, from the libcublas "
+            "torch loaded) timed in the benchmark in alternation with ours, 7 rounds of 3 x 10 launches each, "
+            "the target's ratio the median of the rounds' ratios (the clocks drift over a run: torch.matmul's "
+            "own times before and after the benchmark are in each row, with vs_torch_matmul).")
     write_results(args.out, "tutorials", args.commit, note, rows, targets)
 
 

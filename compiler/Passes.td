@@ -11,7 +11,7 @@ def TesseraSetOptions : Pass<"tessera-set-options", "mlir::ModuleOp"> {
   let summary = "Record the compile options on the module, as the driver does";
   let description = [{
     Writes tessera.target, tessera.num_warps, tessera.num_stages,
-    tessera.warp_specialize, tessera.tma and (when set)
+    tessera.warp_specialize, tessera.tma, tessera.persistent_launch and (when set)
     tessera.max_registers on the module, after validating
     them as CompileOptions::validate() does. The driver sets the same
     attributes from its CompileOptions; this pass lets tessera-opt do it.
@@ -26,6 +26,8 @@ def TesseraSetOptions : Pass<"tessera-set-options", "mlir::ModuleOp"> {
            "producer warpgroup for pipelined dot loops (sm_90a)">,
     Option<"tma", "tma", "bool", /*default=*/"true",
            "TMA tensor maps for dot operands (sm_90a)">,
+    Option<"persistentLaunch", "persistent-launch", "bool", /*default=*/"true",
+           "launch one-tile matmul kernels persistent (sm_90a)">,
     Option<"maxRegisters", "max-registers", "int", /*default=*/"0",
            "registers a thread may use (.maxnreg; 0: no cap)">,
   ];

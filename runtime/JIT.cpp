@@ -55,6 +55,7 @@ detail::KernelVariant buildVariant(const GpuBuild &g, const ArgFacts &facts) {
     auto bw = r.blockWarps.find(g.kernel);
     e.numWarps = unsigned(bw != r.blockWarps.end() ? bw->second : co.numWarps);
     e.tensorMaps = r.tensorMaps[g.kernel];
+    e.persistentGrid = r.persistentKernels.count(g.kernel) > 0;
     e.payloadFormat = "ptx";
     e.payload = std::move(r.ptx);
     return e;
@@ -78,8 +79,11 @@ detail::KernelVariant buildVariant(const GpuBuild &g, const ArgFacts &facts) {
     entry = std::make_shared<const CacheEntry>(build());
   }
   Module m(g.backend, ModuleImage{ModuleFormat::Ptx, entry->payload});
-  return detail::KernelVariant{m.function(g.kernel), size_t(entry->sharedMemoryBytes),
-                               entry->numWarps, entry->tensorMaps};
+  detail::KernelVariant v{m.function(g.kernel), size_t(entry->sharedMemoryBytes), entry->numWarps,
+                          entry->tensorMaps};
+  if (entry->persistentGrid)
+    v.residentBlocks = detail::residentBlocks(v.function, entry->numWarps * 32u, v.sharedMemoryBytes);
+  return v;
 }
 
 Kernel compileImpl(Context &ctx, const std::string &path, const std::string *text,
@@ -148,6 +152,7 @@ Kernel compileImpl(Context &ctx, const std::string &path, const std::string *tex
     detail::KernelVariant v = buildVariant(*g, {});
     config.sharedMemoryBytes = v.sharedMemoryBytes;
     config.tensorMaps = v.tensorMaps;
+    config.residentBlocks = v.residentBlocks;
     if (v.blockWarps) // producer warps of a warp-specialized loop
       config.numWarps = v.blockWarps;
     return Kernel(std::move(v.function), sig, config);

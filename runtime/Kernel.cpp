@@ -1,5 +1,9 @@
 #include "tessera/Error.h"
 #include "tessera/Kernel.h"
+#include "tessera/Occupancy.h"
+
+#include <algorithm>
+#include <optional>
 
 namespace tessera {
 
@@ -89,7 +93,8 @@ detail::KernelVariant Kernel::variantFor(const std::vector<ArgValue> &args) cons
     throw Error("launch of an empty Kernel");
   checkLaunchArgs(signature_, args);
   if (!variants_)
-    return detail::KernelVariant{function_, config_.sharedMemoryBytes, 0, config_.tensorMaps};
+    return detail::KernelVariant{function_, config_.sharedMemoryBytes, 0, config_.tensorMaps,
+                                 config_.residentBlocks};
   return variants_->get(variants_->keyOf(args));
 }
 
@@ -97,6 +102,35 @@ std::vector<ArgFacts> Kernel::builtVariants() const {
   if (!variants_)
     return valid() ? std::vector<ArgFacts>{ArgFacts{}} : std::vector<ArgFacts>{};
   return variants_->built();
+}
+
+namespace {
+// A persistent kernel's blocks walk the grid's x programs (program_id(0) from
+// blockIdx.x in steps of gridDim.x), so at most one wave of them is launched;
+// the kernel takes the grid's x size after its arguments.
+void launchFunction(const Function &f, const Stream &stream, Grid grid, Block block, size_t smem,
+                    const std::vector<ArgValue> &args, const std::vector<TensorMapSpec> &maps,
+                    unsigned residentBlocks) {
+  if (!residentBlocks) {
+    f.launch(stream, grid, block, smem, args, maps);
+    return;
+  }
+  checkLaunchGeometry(f.name(), grid, block);
+  std::vector<ArgValue> withGrid = args;
+  withGrid.push_back(ArgValue::scalar<int32_t>(int32_t(grid.x)));
+  grid.x = std::min(grid.x, residentBlocks);
+  f.launch(stream, grid, block, smem, withGrid, maps);
+}
+} // namespace
+
+unsigned detail::residentBlocks(const Function &function, unsigned threads, size_t dynamicSharedBytes) {
+  const DeviceInfo &d = function.backend().deviceInfo();
+  FunctionAttributes a = function.attributes();
+  std::optional<Target> t = Target::parse(d.target());
+  int64_t perSM = t ? occupancy(*t, threads, a.numRegisters, int64_t(a.staticSharedBytes + dynamicSharedBytes))
+                          .blocksPerSM
+                    : 1;
+  return unsigned(std::max<int64_t>(1, std::max(1, d.smCount) * std::max<int64_t>(1, perSM)));
 }
 
 void Kernel::launchWithArgs(const Stream &stream, Grid grid,
@@ -107,10 +141,11 @@ void Kernel::launchWithArgs(const Stream &stream, Grid grid,
   if (variants_) {
     const detail::KernelVariant &v = variants_->get(variants_->keyOf(args));
     Block b = v.blockWarps ? Block{v.blockWarps * 32u, 1, 1} : block();
-    v.function.launch(stream, grid, b, v.sharedMemoryBytes, args, v.tensorMaps);
+    launchFunction(v.function, stream, grid, b, v.sharedMemoryBytes, args, v.tensorMaps, v.residentBlocks);
     return;
   }
-  function_.launch(stream, grid, block(), config_.sharedMemoryBytes, args, config_.tensorMaps);
+  launchFunction(function_, stream, grid, block(), config_.sharedMemoryBytes, args, config_.tensorMaps,
+                 config_.residentBlocks);
 }
 
 } // namespace tessera

@@ -205,6 +205,7 @@ std::string KernelCache::serialize(const std::string &key, const CacheEntry &e) 
                {"shared_memory_bytes", e.sharedMemoryBytes},
                {"num_warps", e.numWarps},
                {"tensor_maps", maps},
+               {"persistent_grid", e.persistentGrid},
                {"created", e.createdTime}};
   std::string metaText = meta.dump(-1, ' ', false, json::error_handler_t::replace);
   if (metaText.size() > kMaxMetadataBytes)
@@ -289,6 +290,12 @@ KernelCache::ParseResult KernelCache::parse(std::string_view bytes,
           throw std::runtime_error("bad tensor map '" + text + "'");
         entry->tensorMaps.push_back(*spec);
       }
+    }
+    if (meta.contains("persistent_grid")) {
+      const json &p = meta.at("persistent_grid");
+      if (!p.is_boolean())
+        throw std::runtime_error("persistent_grid is not a boolean");
+      entry->persistentGrid = p.get<bool>();
     }
     const json &created = meta.at("created");
     if (!created.is_number_integer())

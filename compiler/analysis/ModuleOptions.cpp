@@ -10,6 +10,7 @@ namespace tessera::analysis {
 static constexpr const char *kTarget = "tessera.target", *kNumWarps = "tessera.num_warps",
                             *kNumStages = "tessera.num_stages",
                             *kWarpSpecialize = "tessera.warp_specialize", *kTma = "tessera.tma",
+                            *kPersistentLaunch = "tessera.persistent_launch",
                             *kMaxRegisters = "tessera.max_registers";
 
 void setModuleOptions(ModuleOp module, const CompileOptions &options) {
@@ -19,6 +20,7 @@ void setModuleOptions(ModuleOp module, const CompileOptions &options) {
   module->setAttr(kNumStages, b.getI32IntegerAttr(options.numStages));
   module->setAttr(kWarpSpecialize, b.getBoolAttr(options.warpSpecialize));
   module->setAttr(kTma, b.getBoolAttr(options.tma));
+  module->setAttr(kPersistentLaunch, b.getBoolAttr(options.persistentLaunch));
   if (options.maxRegisters)
     module->setAttr(kMaxRegisters, b.getI32IntegerAttr(options.maxRegisters));
 }
@@ -59,6 +61,7 @@ std::optional<CompileOptions> moduleOptions(ModuleOp module, std::string &error)
   };
   if (!readInt(kNumWarps, o.numWarps) || !readInt(kNumStages, o.numStages) ||
       !readBool(kWarpSpecialize, o.warpSpecialize) || !readBool(kTma, o.tma) ||
+      !readBool(kPersistentLaunch, o.persistentLaunch) ||
       !readInt(kMaxRegisters, o.maxRegisters))
     return std::nullopt;
   if (std::string why = o.validate(); !why.empty()) {

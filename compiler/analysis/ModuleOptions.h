@@ -14,7 +14,7 @@
 namespace tessera::analysis {
 
 /// Writes tessera.target (resolved), tessera.num_warps, tessera.num_stages,
-/// tessera.warp_specialize and tessera.tma on `module`.
+/// tessera.warp_specialize, tessera.tma and tessera.persistent_launch on `module`.
 void setModuleOptions(mlir::ModuleOp module, const CompileOptions &options);
 
 /// The code-generation options recorded on `module` (target resolved; no

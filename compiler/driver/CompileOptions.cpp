@@ -74,6 +74,7 @@ std::vector<std::pair<std::string, std::string>> CompileOptions::cacheFields() c
       {"num_stages", std::to_string(numStages)},
       {"warp_specialize", warpSpecialize ? "1" : "0"},
       {"tma", tma ? "1" : "0"},
+      {"persistent_launch", persistentLaunch ? "1" : "0"},
       {"optimize", optimize ? "1" : "0"},
   };
   if (maxRegisters) // listed only when set: the keys of uncapped kernels stay as they were

@@ -90,6 +90,7 @@ void buildPipeline(PassManager &pm, const CompileOptions &options, Stage stage,
   set.numStages = options.numStages;
   set.warpSpecialize = options.warpSpecialize;
   set.tma = options.tma;
+  set.persistentLaunch = options.persistentLaunch;
   set.maxRegisters = options.maxRegisters;
   pm.addPass(createTesseraSetOptions(set));
   pm.addPass(createTesseraAssignLayouts());
@@ -109,6 +110,8 @@ bool collectKernelMetadata(ModuleOp module, CompileResult &r) {
       r.sharedBytes[name] = attr.getInt();
     if (auto attr = fn->getAttrOfType<IntegerAttr>("tessera.num_warps"))
       r.blockWarps[name] = attr.getInt();
+    if (fn->hasAttr("tessera.persistent_grid"))
+      r.persistentKernels.insert(name);
     if (auto maps = fn->getAttrOfType<ArrayAttr>("tessera.tensor_maps"))
       for (Attribute a : maps) {
         std::optional<TensorMapSpec> spec = analysis::tensorMapFromAttr(a);

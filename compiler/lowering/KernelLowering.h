@@ -22,6 +22,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include <array>
 #include <functional>
 #include <map>
 #include <optional>
@@ -576,9 +577,26 @@ private:
   /// software pipeline (PipelinedDotLoop.cpp). Nothing when the loop does not
   /// have that form; then lowerFor lowers it generically.
   std::optional<bool> lowerPipelinedDotLoop(scf::ForOp op);
-  // An outer loop over tiles around a pipelined dot loop, warp-specialized
-  // across its iterations (PipelinedDotLoop.cpp); nullopt: not that form.
+  // PersistentTileLoop.cpp: a loop over output tiles around one pipelined
+  // dot loop, warp-specialized across its tiles. nullopt: not that form.
+  // The ops of one tile, the tiles a block takes, and how the loop's tile
+  // reaches the ops.
+  struct TileLoop {
+    Block *body = nullptr;                        // its terminator is not lowered
+    std::function<std::array<Value, 3>()> bounds; // first, end, step (emitted once)
+    std::function<void(Value)> bindTile;          // binds one iteration's tile
+    std::function<bool(Operation *)> rebinds;     // ops that bindTile stands for
+    Operation *remarkAt = nullptr;                // default: the dot loop
+    std::string remarkPrefix, remarkSuffix;
+  };
+  std::optional<bool> lowerTileLoop(const TileLoop &t);
+  // A loop over tiles that the kernel writes.
   std::optional<bool> lowerPersistentDotLoop(scf::ForOp op);
+  // The whole kernel as one tile indexed by program_id(0), launched
+  // persistent (CompileOptions::persistentLaunch).
+  std::optional<bool> lowerKernelAsTileLoop();
+  // Appends the persistent kernel's i32 parameter: the launched grid's x size.
+  Value addGridParam(Location loc);
   /// A loop whose dots read tiles loaded in it, with more than a matmul's
   /// body (attention): the loads copied ahead into stage rings, the dots on
   /// wgmma (StagedDotLoop.cpp). Nothing when the loop does not have that form.

@@ -524,7 +524,11 @@ bool KernelLowering::run() {
     vals_[from] = l;
   }
   pushScope();
-  bool ok = lowerBlock(src_.getBody().front());
+  bool ok;
+  if (std::optional<bool> tiles = lowerKernelAsTileLoop())
+    ok = *tiles && lowerOp(src_.getBody().front().getTerminator());
+  else
+    ok = lowerBlock(src_.getBody().front());
   popScope();
   if (ok && smem_.used() > smem_.limit())
     ok = fail(src_, "kernel '" + name + "' needs " + std::to_string(smem_.used()) +

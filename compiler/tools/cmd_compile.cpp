@@ -100,6 +100,11 @@ options:
   --no-tma           copy the operands of warp-specialized dot loops with cp.async
                      (default on sm_90a: TMA tensor maps where the pointer and mask
                      analysis allows; the maps are extra kernel parameters)
+  --no-persistent    launch one-tile matmul kernels one block per program (default
+                     on sm_90a: a kernel that is index arithmetic, one warp-
+                     specialized dot loop and stores walks program_id(0) from
+                     one block per SM, and takes the grid's x size as an extra
+                     i32 parameter after its arguments, before any tensor maps)
   --remarks          print to stderr, for each loop that computes a dot, how it was
                      software-pipelined or why not (with --emit other than tile)
   -o PATH            write the output to PATH instead of stdout
@@ -157,6 +162,8 @@ int cmdCompile(int argc, char **argv) {
         return usageError(err, kCompileHelp);
     } else if (a == "--no-warp-specialize") {
       opts.warpSpecialize = false;
+    } else if (a == "--no-persistent") {
+      opts.persistentLaunch = false;
     } else if (a == "--no-tma") {
       opts.tma = false;
     } else if (a == "--remarks") {

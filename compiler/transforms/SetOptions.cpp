@@ -27,6 +27,7 @@ struct SetOptionsPass : impl::TesseraSetOptionsBase<SetOptionsPass> {
     o.numStages = numStages;
     o.warpSpecialize = warpSpecialize;
     o.tma = tma;
+    o.persistentLaunch = persistentLaunch;
     o.maxRegisters = maxRegisters;
     if (std::string why = o.validate(); !why.empty()) {
       getOperation().emitError() << why;

@@ -90,6 +90,13 @@ struct CompileOptions {
   bool warpSpecialize = true;
   /// Load dot operands of warp-specialized loops with TMA where possible (sm_90a).
   bool tma = true;
+  /// On sm_90a, a kernel that is one output tile (index arithmetic, a
+  /// warp-specialized dot loop, stores) is launched persistent: one block per
+  /// SM walks the grid's x programs, its producers copying the next tile while
+  /// the consumers store the last. The lowered kernel then takes the launched
+  /// grid's x size as an extra i32 after its arguments (before any tensor
+  /// maps); tessera::Kernel launches it so (CompileResult::persistentKernels).
+  bool persistentLaunch = true;
   /// Registers a thread may use (PTX `.maxnreg`; Triton's `maxnreg`): 0 for
   /// ptxas's choice, else 16 to 255. A lower cap trades spills for blocks per
   /// SM (occupancy). Warp-specialized dot loops split registers themselves

@@ -10,6 +10,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,11 @@ struct CompileResult {
   /// From Stage::GpuIR on, per kernel: the tensor-map parameters the lowering
   /// appended after the kernel's arguments (TMA loads), in order.
   std::map<std::string, std::vector<TensorMapSpec>> tensorMaps;
+  /// From Stage::GpuIR on: the kernels lowered persistent
+  /// (CompileOptions::persistentLaunch). Each takes the launched grid's x size
+  /// as an i32 after its arguments, and runs correctly with any count of
+  /// blocks along x; tessera::Kernel launches at most as many as fit at once.
+  std::set<std::string> persistentKernels;
   /// (path, text) of the main file and every file it imports (for cache keys).
   std::vector<std::pair<std::string, std::string>> sources;
   /// The config space of every compiled kernel that has an @autotune

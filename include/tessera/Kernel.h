@@ -38,6 +38,10 @@ struct LaunchConfig {
   /// TMA tensor maps the function takes after its arguments, built at each
   /// launch from the argument values (a kernel that does not specialize).
   std::vector<TensorMapSpec> tensorMaps;
+  /// A persistent kernel (CompileResult::persistentKernels): the most blocks
+  /// the device holds at once. A launch runs min(grid.x, residentBlocks)
+  /// blocks along x and passes grid.x after the arguments. 0: not persistent.
+  unsigned residentBlocks = 0;
 };
 
 /// Facts about the integer arguments of one launch, by parameter name
@@ -54,7 +58,14 @@ struct KernelVariant {
   unsigned blockWarps = 0;
   /// TMA tensor maps the kernel takes after its arguments, built at launch.
   std::vector<TensorMapSpec> tensorMaps;
+  /// As LaunchConfig::residentBlocks (0: not persistent).
+  unsigned residentBlocks = 0;
 };
+
+/// The blocks of `function` that `function`'s device holds at once
+/// (its SMs times the blocks per SM that registers, shared memory and
+/// threads allow), at least 1: the grid of a persistent launch.
+unsigned residentBlocks(const Function &function, unsigned threads, size_t dynamicSharedBytes);
 
 /// The variants of a specializing kernel, by fact set; built on a miss with
 /// `build`. Thread-safe. The key is 2 bits per i32/i64 parameter (the first

@@ -73,6 +73,8 @@ struct CacheEntry {
   /// The kernel's TMA tensor-map parameters (stored as their text; an entry
   /// whose text does not parse is corrupt).
   std::vector<TensorMapSpec> tensorMaps;
+  /// Lowered persistent: takes the launched grid's x size after its arguments.
+  bool persistentGrid = false;
   int64_t createdTime = 0;           // seconds since the epoch; store() sets it when 0
   std::string payloadFormat = "ptx"; // "ptx" or "cubin"
   std::string payload;

@@ -60,6 +60,7 @@ CacheEntry sampleEntry(const std::string &payload = ".version 8.0\n.target sm_90
   e.numWarps = 8;
   e.tensorMaps = {*parseTensorMapSpec(
       "ptr=0 type=9 eb=2 box=64x128 swizzle=128 cols=0+1*a5 rows=0+1*a3 stride=0+1*a6")};
+  e.persistentGrid = true;
   e.createdTime = 1700000000;
   e.payloadFormat = "ptx";
   e.payload = payload;
@@ -81,6 +82,7 @@ void checkSame(const CacheEntry &a, const CacheEntry &b) {
   REQUIRE(a.tensorMaps.size() == b.tensorMaps.size());
   for (size_t i = 0; i < a.tensorMaps.size(); ++i)
     CHECK(formatTensorMapSpec(a.tensorMaps[i]) == formatTensorMapSpec(b.tensorMaps[i]));
+  CHECK(a.persistentGrid == b.persistentGrid);
   CHECK(a.createdTime == b.createdTime);
   CHECK(a.payloadFormat == b.payloadFormat);
   CHECK(a.payload == b.payload);
@@ -352,6 +354,11 @@ TEST_CASE("every corruption of an entry is detected", "[cache][corrupt]") {
   auto ok = KernelCache::parse(withMeta(okMeta, "p"), kKey);
   REQUIRE(ok.entry);
   CHECK(ok.entry->tensorMaps.empty()); // entries without TMA omit nothing they need
+  CHECK_FALSE(ok.entry->persistentGrid); // nor do kernels launched a block per program
+  // A persistent kernel launched without its grid parameter would read garbage.
+  std::string badPersistent = okMeta.substr(0, okMeta.size() - 1) + R"(,"persistent_grid":1})";
+  CHECK(KernelCache::parse(withMeta(badPersistent, "p"), kKey).problem ==
+        "bad metadata JSON: persistent_grid is not a boolean");
   // A tensor map the runtime could not build is a corrupt entry (rebuilt).
   std::string badMap = okMeta.substr(0, okMeta.size() - 1) + R"(,"tensor_maps":["ptr=0 box=9999x1"]})";
   CHECK(KernelCache::parse(withMeta(badMap, "p"), kKey).problem ==

@@ -16,14 +16,15 @@
 // rows K = a5, pitch ldb = a7). One producer thread expects each stage's
 // bytes on `full` (one arrival) and issues one bulk copy per box (one for A,
 // two 64-column boxes for B); the consumers need no proxy fence.
-// RUN: tessera-opt %s --tessera-set-options="target=sm_90a num-warps=8 num-stages=4 warp-specialize=true tma=true" --tessera-lower-to-nvvm | FileCheck %s --implicit-check-not=cp.async.cg --implicit-check-not=cp.async.mbarrier.arrive --implicit-check-not=mma.sync
-// RUN: tessera-opt %s --tessera-set-options="target=sm_90a num-warps=8 num-stages=4 warp-specialize=true tma=true" --tessera-lower-to-nvvm -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
+// (persistent-launch=false pins the one-block-per-program form; persistent_launch.tile covers the other.)
+// RUN: tessera-opt %s --tessera-set-options="target=sm_90a num-warps=8 num-stages=4 warp-specialize=true tma=true persistent-launch=false" --tessera-lower-to-nvvm | FileCheck %s --implicit-check-not=cp.async.cg --implicit-check-not=cp.async.mbarrier.arrive --implicit-check-not=mma.sync
+// RUN: tessera-opt %s --tessera-set-options="target=sm_90a num-warps=8 num-stages=4 warp-specialize=true tma=true persistent-launch=false" --tessera-lower-to-nvvm -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
 // tma=false: no tensor maps and no extra parameters. Without TMA to clip the
 // edges, a copy at a ragged edge (M, N, K of unknown divisibility) may be a
 // partial 16-byte chunk, so there is no producer warpgroup either: all 8
 // warps copy with predicated cp.async and multiply.
-// RUN: tessera-opt %s --tessera-set-options="target=sm_90a num-warps=8 num-stages=4 warp-specialize=true tma=false" --tessera-lower-to-nvvm | FileCheck %s --check-prefix=NOTMA --implicit-check-not=tessera.tensor_maps --implicit-check-not=cp.async.bulk --implicit-check-not=grid_constant --implicit-check-not=mbarrier --implicit-check-not=setmaxnreg
-// RUN: tessera-opt %s --tessera-set-options="target=sm_90a num-warps=8 num-stages=4 warp-specialize=true tma=false" --tessera-lower-to-nvvm -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOTMA-REMARK
+// RUN: tessera-opt %s --tessera-set-options="target=sm_90a num-warps=8 num-stages=4 warp-specialize=true tma=false persistent-launch=false" --tessera-lower-to-nvvm | FileCheck %s --check-prefix=NOTMA --implicit-check-not=tessera.tensor_maps --implicit-check-not=cp.async.bulk --implicit-check-not=grid_constant --implicit-check-not=mbarrier --implicit-check-not=setmaxnreg
+// RUN: tessera-opt %s --tessera-set-options="target=sm_90a num-warps=8 num-stages=4 warp-specialize=true tma=false persistent-launch=false" --tessera-lower-to-nvvm -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOTMA-REMARK
 
 // CHECK-LABEL: func.func @mm
 // CHECK-SAME: %arg7: i32,

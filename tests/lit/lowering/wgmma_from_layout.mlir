@@ -20,8 +20,9 @@
 // (no masks), so a producer warpgroup copies alone. The block grows to 12
 // warps; the producers wait on `empty`, copy, arrive on `full` and exit,
 // the consumers wait on `full`, run the wgmmas and arrive on `empty`.
-// RUN: tessera-opt %s --tessera-set-options="target=sm_90a num-warps=8 num-stages=4 tma=false" --tessera-lower-to-nvvm | FileCheck %s --check-prefix=WS --implicit-check-not=mma.sync
-// RUN: tessera-opt %s --tessera-set-options="target=sm_90a num-warps=8 num-stages=4 tma=false" --tessera-lower-to-nvvm -o /dev/null 2>&1 | FileCheck %s --check-prefix=WS-REMARK
+// (persistent-launch=false pins the one-block-per-program form; persistent_launch.tile covers the other.)
+// RUN: tessera-opt %s --tessera-set-options="target=sm_90a num-warps=8 num-stages=4 tma=false persistent-launch=false" --tessera-lower-to-nvvm | FileCheck %s --check-prefix=WS --implicit-check-not=mma.sync
+// RUN: tessera-opt %s --tessera-set-options="target=sm_90a num-warps=8 num-stages=4 tma=false persistent-launch=false" --tessera-lower-to-nvvm -o /dev/null 2>&1 | FileCheck %s --check-prefix=WS-REMARK
 
 // Four stages of 128x32 A and 32x128 B f16 tiles (8 KiB each), and the
 // epilogue's 128 rows of 128 f32 padded to 528 bytes.
