@@ -26,7 +26,7 @@ def runs(X: *f32, Y: *f32, m: i32, k0: i32, FROM_PID: constexpr = True):
         rk = k0 * 128 + arange(0, 128)
     h = (rk // 32 * 7919) % m
     x = load(X + h[:, None] + arange(0, 32)[None, :])
-    store(Y + arange(0, 128)[:, None] * 32 + arange(0, 32)[None, :], x)
+    store(Y + program_id(0) * 4096 + arange(0, 128)[:, None] * 32 + arange(0, 32)[None, :], x)
 )";
 
 size_t remainders(bool fromPid) {
@@ -64,6 +64,7 @@ TEST_CASE("GPU lowering: the once-per-run values are right", "[gpu][lowering][me
   const int32_t m = 4001;
   Kernel k = compileString(*ctx, kRunsSrc, "runs.tile", "runs");
   auto dx = ctx->upload(x);
+  // Program `pid` writes its own 128 x 32 block (programs before it write theirs).
   for (unsigned pid : {0u, 3u}) {
     auto dy = ctx->alloc<float>(size_t(128) * 32 * (pid + 1));
     k.launch(ctx->stream(), Grid{pid + 1}, dx.ptr(), dy.ptr(), m, int32_t(0));
@@ -72,7 +73,7 @@ TEST_CASE("GPU lowering: the once-per-run values are right", "[gpu][lowering][me
     for (int r = 0; r < 128; ++r) {
       int64_t h = (int64_t(pid * 128 + unsigned(r)) / 32 * 7919) % m;
       for (int c = 0; c < 32; ++c)
-        bad += y[size_t(r) * 32 + size_t(c)] != x[size_t(h + c)];
+        bad += y[size_t(pid) * 4096 + size_t(r) * 32 + size_t(c)] != x[size_t(h + c)];
     }
     CHECK(bad == 0);
   }

@@ -62,10 +62,12 @@ TEST_CASE("GPU persistent launch walks grids larger than a wave, exactly", "[gpu
   INFO("seed " << seed);
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  // Ragged M and N (their last tiles wrap), K a multiple of 16 but not of BK.
-  // 17 x 9 = 153 tiles of 128 x 128 and 9 x 9 = 81 of 128 x 256; one wave on an
-  // H100 or H200 is 132 blocks of these (one per SM), so the first grid wraps.
-  const int32_t M = 2100, N = 1100, K = 208;
+  // Ragged M and N (their last tiles wrap), K a multiple of 16 but not of BK;
+  // N and K multiples of 16 (16-byte aligned rows), so that the loop is
+  // warp-specialized with TMA. 17 x 9 = 153 tiles of 128 x 128 and 17 x 5 = 85
+  // of 128 x 256; one wave on an H100 or H200 is 132 blocks of these (one per
+  // SM), so the first grid wraps.
+  const int32_t M = 2100, N = 1104, K = 208;
   std::vector<f16> ha(size_t(M) * K), hb(size_t(K) * N);
   for (auto &v : ha)
     v = f16(u(rng));
