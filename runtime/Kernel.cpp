@@ -106,8 +106,9 @@ std::vector<ArgFacts> Kernel::builtVariants() const {
 
 namespace {
 // A persistent kernel's blocks walk the grid's x programs (program_id(0) from
-// blockIdx.x in steps of gridDim.x), so at most one wave of them is launched;
-// the kernel takes the grid's x size after its arguments.
+// blockIdx.x in steps of gridDim.x), so about one wave of them is launched
+// (with y and z, one wave over all of them); the kernel takes the grid's x
+// size after its arguments.
 void launchFunction(const Function &f, const Stream &stream, Grid grid, Block block, size_t smem,
                     const std::vector<ArgValue> &args, const std::vector<TensorMapSpec> &maps,
                     unsigned residentBlocks) {
@@ -118,7 +119,8 @@ void launchFunction(const Function &f, const Stream &stream, Grid grid, Block bl
   checkLaunchGeometry(f.name(), grid, block);
   std::vector<ArgValue> withGrid = args;
   withGrid.push_back(ArgValue::scalar<int32_t>(int32_t(grid.x)));
-  grid.x = std::min(grid.x, residentBlocks);
+  unsigned perX = std::max(1u, unsigned(residentBlocks / (uint64_t(grid.y) * grid.z)));
+  grid.x = std::min(grid.x, perX);
   f.launch(stream, grid, block, smem, withGrid, maps);
 }
 } // namespace

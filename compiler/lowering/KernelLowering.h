@@ -588,6 +588,7 @@ private:
     std::function<bool(Operation *)> rebinds;     // ops that bindTile stands for
     Operation *remarkAt = nullptr;                // default: the dot loop
     std::string remarkPrefix, remarkSuffix;
+    bool tf32 = true;                             // f32 operands (tf32 wgmma) too
   };
   std::optional<bool> lowerTileLoop(const TileLoop &t);
   // A loop over tiles that the kernel writes.

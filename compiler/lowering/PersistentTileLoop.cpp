@@ -10,7 +10,8 @@
 // Two forms take this path:
 //  - a loop over tiles that the kernel writes itself (matmul_persistent.tile);
 //  - a kernel that is one tile, indexed by program_id(0), as Triton's
-//    tutorials write a matmul (CompileOptions::persistentLaunch). The lowering
+//    tutorials write a matmul, with 16- or 8-bit operands
+//    (CompileOptions::persistentLaunch). The lowering
 //    wraps the kernel in the loop: program_id(0) becomes the loop's tile and
 //    num_programs(0) the launched grid's x size, which the kernel takes as an
 //    extra i32 parameter; the runtime launches at most one wave of blocks.
@@ -91,6 +92,9 @@ std::optional<bool> KernelLowering::lowerKernelAsTileLoop() {
       if (readsGridX(&o))
         bindScalar(o.getResult(0), isa<tile::ProgramIdOp>(o) ? tile : grid);
   };
+  // tf32 kernels stay a block per program: ROAST's (tf32 as C^T, B^T through
+  // registers) ran 2-4% slower persistent on an H200 (bench/NOTES.md).
+  t.tf32 = false;
   t.remarkPrefix = "dot loop pipelined: ";
   t.remarkSuffix = "; launched persistent: a block per SM walks program_id(0) (the kernel takes the "
                    "grid's x size after its arguments)";
@@ -117,7 +121,7 @@ std::optional<bool> KernelLowering::lowerTileLoop(const TileLoop &t) {
   if (!m)
     return std::nullopt;
   std::optional<WgmmaKind> kind = wgmmaKindOf(m->dot);
-  if (!kind)
+  if (!kind || (!t.tf32 && m->dot.getA().getType().getElementType().isF32()))
     return std::nullopt;
   markColumnMajorB(axis(), *m, m->dot.getA().getType().getElementTypeBitWidth() / 8);
   // The epilogue stages its stores in shared memory of its own (the stages

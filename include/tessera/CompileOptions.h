@@ -91,7 +91,8 @@ struct CompileOptions {
   /// Load dot operands of warp-specialized loops with TMA where possible (sm_90a).
   bool tma = true;
   /// On sm_90a, a kernel that is one output tile (index arithmetic, a
-  /// warp-specialized dot loop, stores) is launched persistent: one block per
+  /// warp-specialized dot loop on 16- or 8-bit operands, stores; tf32 dots
+  /// measured slower so) is launched persistent: one block per
   /// SM walks the grid's x programs, its producers copying the next tile while
   /// the consumers store the last. The lowered kernel then takes the launched
   /// grid's x size as an extra i32 after its arguments (before any tensor

@@ -39,8 +39,9 @@ struct LaunchConfig {
   /// launch from the argument values (a kernel that does not specialize).
   std::vector<TensorMapSpec> tensorMaps;
   /// A persistent kernel (CompileResult::persistentKernels): the most blocks
-  /// the device holds at once. A launch runs min(grid.x, residentBlocks)
-  /// blocks along x and passes grid.x after the arguments. 0: not persistent.
+  /// the device holds at once. A launch runs min(grid.x, residentBlocks /
+  /// (grid.y * grid.z)) blocks along x (at least 1) and passes grid.x after
+  /// the arguments. 0: not persistent.
   unsigned residentBlocks = 0;
 };
 
