@@ -119,11 +119,16 @@ void launchFunction(const Function &f, const Stream &stream, Grid grid, Block bl
   checkLaunchGeometry(f.name(), grid, block);
   std::vector<ArgValue> withGrid = args;
   withGrid.push_back(ArgValue::scalar<int32_t>(int32_t(grid.x)));
-  unsigned perX = std::max(1u, unsigned(residentBlocks / (uint64_t(grid.y) * grid.z)));
-  grid.x = std::min(grid.x, perX);
-  f.launch(stream, grid, block, smem, withGrid, maps);
+  f.launch(stream, detail::persistentGrid(grid, residentBlocks), block, smem, withGrid, maps);
 }
 } // namespace
+
+Grid detail::persistentGrid(Grid grid, unsigned residentBlocks) {
+  uint64_t others = uint64_t(grid.y) * grid.z;
+  unsigned perX = unsigned(std::max<uint64_t>(1, residentBlocks / std::max<uint64_t>(1, others)));
+  grid.x = std::min(grid.x, perX);
+  return grid;
+}
 
 unsigned detail::residentBlocks(const Function &function, unsigned threads, size_t dynamicSharedBytes) {
   const DeviceInfo &d = function.backend().deviceInfo();

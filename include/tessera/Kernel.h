@@ -68,6 +68,10 @@ struct KernelVariant {
 /// threads allow), at least 1: the grid of a persistent launch.
 unsigned residentBlocks(const Function &function, unsigned threads, size_t dynamicSharedBytes);
 
+/// The grid a persistent launch of `grid` runs: x clamped so that all blocks
+/// (x times y times z) make about one wave of `residentBlocks`, at least 1.
+Grid persistentGrid(Grid grid, unsigned residentBlocks);
+
 /// The variants of a specializing kernel, by fact set; built on a miss with
 /// `build`. Thread-safe. The key is 2 bits per i32/i64 parameter (the first
 /// 32 of them; later ones are never specialized), so a hit costs no allocation.

@@ -1,7 +1,8 @@
 // Persistent launch (CompileOptions::persistentLaunch): a kernel that is one
 // output tile indexed by program_id(0) runs as one wave of blocks that walk
-// the grid's programs. Checked on grids larger than a wave, at ragged shapes,
-// against fp64 and against the same kernel launched a block per program.
+// the grid's programs. The wave's size (without a GPU); on the GPU, grids
+// larger than a wave at ragged shapes against fp64, persistent and a block
+// per program.
 #include "GpuTestSupport.h"
 #include "TestSupport.h"
 #include "support/Reference.h"
@@ -53,6 +54,19 @@ def mm(a_ptr: *f16, b_ptr: *f16, c_ptr: *f32, M: i32, N: i32, K: i32,
 )";
 
 } // namespace
+
+TEST_CASE("a persistent launch runs about one wave of blocks", "[runtime][persistent]") {
+  auto x = [](Grid g, unsigned resident) { return detail::persistentGrid(g, resident).x; };
+  CHECK(x(Grid{153}, 132) == 132); // more programs than a wave: one wave walks them
+  CHECK(x(Grid{85}, 132) == 85);   // fewer: a block each
+  CHECK(x(Grid{153}, 264) == 153); // two blocks per SM hold them all
+  // With y and z, x shrinks so that all blocks together make one wave.
+  CHECK(x(Grid{100, 4, 1}, 132) == 33);
+  CHECK(x(Grid{100, 2, 3}, 132) == 22);
+  CHECK(x(Grid{100, 200, 1}, 132) == 1); // y alone fills the device
+  CHECK(detail::persistentGrid(Grid{100, 4, 2}, 132).y == 4);
+  CHECK(detail::persistentGrid(Grid{100, 4, 2}, 132).z == 2);
+}
 
 TEST_CASE("GPU persistent launch walks grids larger than a wave, exactly", "[gpu][matmul]") {
   std::unique_ptr<Context> ctx = tessera::testing::gpuOrSkip();
