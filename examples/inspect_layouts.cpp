@@ -7,8 +7,11 @@
 // its store stay in the #mma layout. CompileResult::tensorMaps lists the TMA
 // tensor maps the kernel takes after its arguments (one per operand here:
 // rows 16-byte aligned, so both operands are boxes the copy engine loads;
-// the runtime encodes them at launch). Exits non-zero if any of that does
-// not hold.
+// the runtime encodes them at launch). CompileResult::persistentKernels names
+// the kernels lowered persistent: this one is a single output tile per
+// program, so it walks program_id(0) from one block per SM and takes the
+// grid's x size after its arguments (tessera::Kernel passes it). Exits
+// non-zero if any of that does not hold.
 //
 //   example_inspect_layouts
 #include <tessera/tessera.h>
@@ -59,8 +62,12 @@ int main() {
   const std::vector<tessera::TensorMapSpec> &maps = r.tensorMaps["matmul"];
   for (const tessera::TensorMapSpec &m : maps)
     std::cout << "  tensor map: " << tessera::formatTensorMapSpec(m) << "\n";
-  bool ok = conversions == 2 && toOperands == 2 && maps.size() == 2;
-  std::cout << (ok ? "ok" : "FAILED: expected only the two operand conversions and two tensor maps")
+  bool persistent = r.persistentKernels.count("matmul") > 0;
+  std::cout << "  launched persistent: " << (persistent ? "yes" : "no") << "\n";
+  bool ok = conversions == 2 && toOperands == 2 && maps.size() == 2 && persistent;
+  std::cout << (ok ? "ok"
+                   : "FAILED: expected only the two operand conversions, two tensor maps and a "
+                     "persistent launch")
             << "\n";
   return ok ? 0 : 1;
 }
