@@ -103,6 +103,7 @@ struct Outcome {
   double timedMs = -1;   // GPU: mean over --iters launches, -1 when not timed
   int registers = -1;    // GPU: from the loaded function
   size_t localBytes = 0; // GPU: spills + stack per thread
+  unsigned launchedX = 0; // GPU, a persistent kernel: the blocks launched along x
 };
 
 enum class RunStatus { Ok, Failed, BadArgs };
@@ -119,9 +120,12 @@ RunStatus runOn(Context &ctx, const Kernel &kernel, const Inputs &in, const RunO
   }
   if (!ctx.isInterpreter()) {
     // The variant these arguments select (the JIT specializes on them).
-    FunctionAttributes a = kernel.variantFor(args).function.attributes();
+    detail::KernelVariant v = kernel.variantFor(args);
+    FunctionAttributes a = v.function.attributes();
     out.registers = a.numRegisters;
     out.localBytes = a.localBytes;
+    if (v.residentBlocks)
+      out.launchedX = detail::persistentGrid(o.grid, v.residentBlocks).x;
   }
   auto t0 = std::chrono::steady_clock::now();
   kernel.launchWithArgs(ctx.stream(), o.grid, args);
@@ -299,6 +303,9 @@ void printReport(const Backends &be, const RunOptions &o, const Report &rep, con
     if (rep.gpu.registers >= 0)
       std::cout << ", " << rep.gpu.registers << " registers, " << rep.gpu.localBytes
                 << " B local memory per thread";
+    if (rep.gpu.launchedX)
+      std::cout << "; launched persistent: " << rep.gpu.launchedX << " blocks walk the grid's "
+                << o.grid.x << " programs along x";
     std::cout << "\n";
     if (rep.gpu.timedMs >= 0) {
       double gbs = double(in.totalBytes) / (rep.gpu.timedMs * 1e6);
