@@ -85,4 +85,16 @@ def TesseraLowerToNVVM : Pass<"tessera-lower-to-nvvm", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::LLVM::LLVMDialect", "mlir::NVVM::NVVMDialect"];
 }
 
+def TesseraSinkThreadIndexMath
+    : Pass<"tessera-sink-thread-index-math", "mlir::ModuleOp"> {
+  let summary = "Move per-thread index arithmetic from the kernel's entry down to its first use";
+  let description = [{
+    The lowering computes layout coordinates once, at the kernel's entry.
+    Pure top-level ops that read at most one value other than constants and
+    kernel parameters move down to just before the first top-level op that
+    uses them, so that they are not live across loops that do not read them.
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect", "mlir::NVVM::NVVMDialect"];
+}
+
 #endif

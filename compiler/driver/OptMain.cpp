@@ -14,7 +14,7 @@ int tessera::optMain(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<tessera::tile::TileDialect, tessera::tgpu::TileGPUDialect, mlir::arith::ArithDialect, mlir::math::MathDialect,
                   mlir::scf::SCFDialect, mlir::func::FuncDialect,
-                  mlir::cf::ControlFlowDialect>();
+                  mlir::cf::ControlFlowDialect, mlir::LLVM::LLVMDialect, mlir::NVVM::NVVMDialect>();
   mlir::func::registerInlinerExtension(registry);
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();

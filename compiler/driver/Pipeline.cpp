@@ -100,6 +100,8 @@ void buildPipeline(PassManager &pm, const CompileOptions &options, Stage stage,
   if (stage == Stage::Layout)
     return;
   pm.addPass(createTesseraLowerToNVVMWithRemarks(&r.remarks));
+  if (options.optimize)
+    pm.addPass(createTesseraSinkThreadIndexMath());
 }
 
 /// What the lowering recorded on each kernel: launch metadata for the runtime.

@@ -362,6 +362,13 @@ private:
   Value add(Value a, Value b) { return arith::AddIOp::create(b_, loc, a, b); }
 
   void stageInvariant(size_t i);
+  // What dot i's staged A bytes depend on besides the value: its shape, the
+  // swizzle's row width and the element size.
+  int64_t stagedForm(size_t i) const {
+    const StagedDot &d = m_.dots[i];
+    int64_t eb = getElementTypeOrSelf(d.invariantA.getType()).getIntOrFloatBitWidth() / 8;
+    return ((d.M * 65536 + d.K) * 1024 + aStaged[i].width) * 16 + eb;
+  }
   // Stores dot i's B (computed in the loop) into its buffer for the wgmma.
   void stageRegistersB(size_t i);
   // Lowers the staged loads' address arithmetic for iteration j (i32) and
@@ -680,6 +687,17 @@ bool StagedDotLoopEmitter::emit() {
   // A temporary, free again after the loop (for the next one, as in a causal
   // attention's two loops); written after a barrier, when every warp is done
   // with what used it before.
+  // An invariant A that the previous loop of this block staged in the same
+  // form (FlashAttention's Q, for its second forward loop) is still in shared
+  // memory if no bytes of it were handed out since; then, if this loop's
+  // buffer puts it at the same place, it is not stored again, and its
+  // registers need not live through the previous loop.
+  SmallVector<std::optional<SharedMemoryAllocator::KeptTile>> prior;
+  for (size_t i = 0; i < m_.dots.size(); ++i)
+    prior.push_back(m_.dots[i].invariantA
+                        ? smem_.kept(m_.dots[i].invariantA.getAsOpaquePointer(),
+                                     op_->getBlock(), stagedForm(i))
+                        : std::nullopt);
   int64_t off = smem_.allocateTemp(bytes(), 1024);
   kl_.barrier(loc);
   int64_t at = 0;
@@ -702,7 +720,9 @@ bool StagedDotLoopEmitter::emit() {
   const int64_t ahead = ov ? S - 2 : S - 1;
 
   for (size_t i = 0; i < m_.dots.size(); ++i)
-    if (m_.dots[i].invariantA)
+    if (m_.dots[i].invariantA &&
+        !(prior[i] && prior[i]->offset == off + aStaged[i].offset &&
+          prior[i]->bytes == aStaged[i].bytes))
       stageInvariant(i);
   // Iterations 0 .. ahead-1 in flight; one commit group per iteration, even
   // an empty one, so that wait_group counts iterations.
@@ -836,6 +856,10 @@ bool StagedDotLoopEmitter::emit() {
     lastAcc = secondProduct(trips.n, results, /*wait=*/true);
   asmCall({}, {}, "cp.async.wait_group 0;", "~{memory}");
   smem_.releaseTemp(off, bytes());
+  for (size_t i = 0; i < m_.dots.size(); ++i)
+    if (m_.dots[i].invariantA)
+      smem_.keep({m_.dots[i].invariantA.getAsOpaquePointer(), op_->getBlock(), stagedForm(i),
+                  off + aStaged[i].offset, aStaged[i].bytes});
   for (auto [k, r] : llvm::enumerate(op_.getResults())) {
     if (isAdvancing(k))
       continue;
