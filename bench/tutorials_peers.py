@@ -80,7 +80,7 @@ def attn_flops(n, causal, passes):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", default="build/bin/row_ops_bench")
+    ap.add_argument("--bin", default="build/bin/tutorials_bench")
     ap.add_argument("--commit", default="unknown")
     ap.add_argument("--out", default="bench/results/tutorials.json")
     args = ap.parse_args()
