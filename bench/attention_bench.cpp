@@ -52,7 +52,7 @@ template <class T> void time(Context &ctx, int32_t N, int32_t D, bool causal, co
   std::map<std::string, ConstexprValue> cx{{"HEAD_DIM", int64_t(D)}, {"CAUSAL", causal}, {"DT", dt}};
   TunedKernelOptions tuning;
   tuning.retune = true;       // every run tunes afresh, in the same session as the peers
-  tuning.keepSpilling = true; // time decides (every head-dim-128 backward config spills)
+  tuning.keepSpilling = true; // time decides (head-dim-128 8-warp backward configs spill)
   tuning.tolerance = 2e-2;    // f16 outputs of differently ordered sums
   // Fewer timed runs than the defaults (10 each, the best 3 again 30 times):
   // the 24 cases x 3 kernels must fit one 10-minute session on the lent GPU.
