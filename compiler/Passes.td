@@ -92,7 +92,8 @@ def TesseraSinkThreadIndexMath
     The lowering computes layout coordinates once, at the kernel's entry.
     Pure top-level ops that read at most one value other than constants and
     kernel parameters move down to just before the first top-level op that
-    uses them, so that they are not live across loops that do not read them.
+    uses them, when a loop or 256 ops lie between, so that they are not live
+    across code that does not read them.
   }];
   let dependentDialects = ["mlir::LLVM::LLVMDialect", "mlir::NVVM::NVVMDialect"];
 }

@@ -684,9 +684,6 @@ std::optional<StagedDotLoopEmitter::Overlap> StagedDotLoopEmitter::planOverlap()
 }
 
 bool StagedDotLoopEmitter::emit() {
-  // A temporary, free again after the loop (for the next one, as in a causal
-  // attention's two loops); written after a barrier, when every warp is done
-  // with what used it before.
   // An invariant A that the previous loop of this block staged in the same
   // form (FlashAttention's Q, for its second forward loop) is still in shared
   // memory if no bytes of it were handed out since; then, if this loop's
@@ -698,6 +695,9 @@ bool StagedDotLoopEmitter::emit() {
                         ? smem_.kept(m_.dots[i].invariantA.getAsOpaquePointer(),
                                      op_->getBlock(), stagedForm(i))
                         : std::nullopt);
+  // A temporary, free again after the loop (for the next one, as in a causal
+  // attention's two loops); written after a barrier, when every warp is done
+  // with what used it before.
   int64_t off = smem_.allocateTemp(bytes(), 1024);
   kl_.barrier(loc);
   int64_t at = 0;

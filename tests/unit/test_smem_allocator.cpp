@@ -6,6 +6,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <memory>
+
 using tessera::lowering::detail::SharedMemoryAllocator;
 
 TEST_CASE("shared memory allocator: released temporaries merge", "[lowering][smem]") {
@@ -57,4 +59,51 @@ TEST_CASE("shared memory allocator: a free block at the end grows", "[lowering][
   b.allocate(1000);
   b.releaseTemp(t, 20000);
   CHECK(b.allocateTemp(30000, 1024) == 21504); // after the permanent bytes, aligned
+}
+
+TEST_CASE("shared memory allocator: a kept tile is forgotten when its bytes are handed out",
+          "[lowering][smem]") {
+  // FlashAttention's forward: the first loop's buffer holds Q at [40960, 57344) when it is
+  // released; the second loop finds it there if nothing took those bytes in between.
+  int value = 0, block = 0, otherBlock = 0;
+  using Kept = SharedMemoryAllocator::KeptTile;
+  auto fresh = [&] {
+    auto a = std::make_unique<SharedMemoryAllocator>(232448);
+    int64_t loop = a->allocateTemp(57344, 1024);
+    a->releaseTemp(loop, 57344);
+    a->keep(Kept{&value, &block, 7, 40960, 16384});
+    return a;
+  };
+  {
+    auto a = fresh();
+    REQUIRE(a->kept(&value, &block, 7).has_value());
+    CHECK(a->kept(&value, &block, 7)->offset == 40960);
+    CHECK_FALSE(a->kept(&value, &block, 8).has_value());      // another form
+    CHECK_FALSE(a->kept(&value, &otherBlock, 7).has_value()); // another block
+    CHECK_FALSE(a->kept(&block, &block, 7).has_value());      // another value
+  }
+  { // A small temporary below it (a reduction's partials): still there.
+    auto a = fresh();
+    int64_t t = a->allocateTemp(4096, 16);
+    CHECK(t == 0);
+    CHECK(a->kept(&value, &block, 7).has_value());
+  }
+  { // A temporary that reaches into it: forgotten.
+    auto a = fresh();
+    a->allocateTemp(45000, 16);
+    CHECK_FALSE(a->kept(&value, &block, 7).has_value());
+  }
+  { // New bytes at the end never overlap it.
+    auto a = fresh();
+    a->allocate(1024);
+    CHECK(a->kept(&value, &block, 7).has_value());
+  }
+  { // Scratch handed out over it, taken or transient: forgotten.
+    auto a = fresh();
+    a->setScratch(32768, 24576);
+    CHECK(a->takeScratch(4096, 16) == 32768);
+    CHECK(a->kept(&value, &block, 7).has_value());
+    CHECK(a->transientScratch(8192, 16) == 36864);
+    CHECK_FALSE(a->kept(&value, &block, 7).has_value());
+  }
 }
