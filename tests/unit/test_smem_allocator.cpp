@@ -1,7 +1,8 @@
 // SharedMemoryAllocator (compiler/lowering): temporaries given back merge with
 // their free neighbours, so that one large buffer split by later small ones
 // serves the next large one again (a finished staged dot loop's rings, then
-// the next loop's); fitsTemp counts free blocks as well as the end.
+// the next loop's); fitsTemp counts free blocks as well as the end; a kept
+// tile (a loop's staged Q) is forgotten when any of its bytes is handed out.
 #include "lowering/SharedMemoryAllocator.h"
 
 #include <catch2/catch.hpp>
