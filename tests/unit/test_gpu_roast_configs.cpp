@@ -1,0 +1,106 @@
+// Every @autotune config of ROAST-MM's forward and dX kernels on the GPU, at
+// small ragged shapes, against the fp64 reference (W = lambda * M[IDX] built
+// explicitly). The layer's tests see only the config the tuner picks, and
+// the interpreter tests do not lower; a config that the GPU gets wrong at
+// shapes smaller than its tile would otherwise show only when a faster
+// kernel changed the tuner's pick (bench/NOTES.md, session 25).
+#include "GpuTestSupport.h"
+#include "RoastTestSupport.h"
+#include "TestSupport.h"
+#include "support/Reference.h"
+
+#include "tessera/Autotune.h"
+#include "tessera/Compiler.h"
+#include "tessera/KernelLibrary.h"
+#include "tessera/tessera.h"
+
+#include <catch2/catch.hpp>
+
+using namespace tessera;
+using namespace tessera::testing;
+using roastref::MmLayer;
+
+namespace {
+
+std::array<int32_t, 8> hashValues(Seeded &s) {
+  std::array<int32_t, 8> R{45007};
+  for (size_t i = 1; i < 8; ++i)
+    R[i] = int32_t(s.range(0, 45006));
+  return R;
+}
+
+/// The configs of `kernel`'s @autotune space, as its file declares them.
+std::vector<Config> spaceOf(const std::string &path, const std::string &kernel) {
+  CompileResult r = compileFile(path, kernel, CompileOptions{});
+  REQUIRE(r.ok);
+  REQUIRE(r.configSpaces.count(kernel));
+  return r.configSpaces.at(kernel)->configs;
+}
+
+} // namespace
+
+TEST_CASE("GPU roast: every forward and dX config matches fp64 at ragged shapes smaller than "
+          "its tile",
+          "[gpu][roast]") {
+  auto ctx = gpuOrSkip();
+  if (!ctx)
+    return;
+  Seeded s;
+  INFO("seed " << s.seed);
+  const int64_t HK = 32, HN = 64, B = 17 + s.range(0, 30), K = 70 + s.range(0, 60),
+                N = 90 + s.range(0, 70), H = K * N / 3 + s.range(0, 999);
+  const float lam = 0.7f;
+  INFO("B " << B << " K " << K << " N " << N << " H " << H);
+  std::array<int32_t, 8> R = hashValues(s);
+  std::vector<float> x = s.uniform(size_t(B * K)), dy = s.uniform(size_t(B * N)),
+                     mem = s.uniform(size_t(H));
+  auto X = ctx->upload(x), dY = ctx->upload(dy), Mem = ctx->upload(mem);
+  const std::string dir = kernelLibraryDir() + "/roast/";
+  int ran = 0;
+  for (bool aligned : {false, true}) {
+    MmLayer ref{K, N, HK, HN, H, R, aligned, lam};
+    std::vector<double> y = ref.forward(x, mem, B), dx = ref.inputGrad(dy, mem, B);
+    for (const char *kernel : {"roast_mm_fwd", "roast_mm_dx"}) {
+      const bool fwd = std::string(kernel) == "roast_mm_fwd";
+      const std::string path = dir + (fwd ? "roast_mm.tile" : "roast_mm_dx.tile");
+      for (const Config &c : spaceOf(path, kernel)) {
+        std::map<std::string, ConstexprValue> cx = c.constexprs;
+        cx["HK"] = HK;
+        cx["HN"] = HN;
+        cx["ALIGNED"] = aligned;
+        JitOptions o;
+        c.applyTo(o);
+        INFO(kernel << " aligned " << aligned << " BM " << c.get("BM") << " BK " << c.get("BK")
+                    << " BN " << c.get("BN") << " warps " << c.numWarps.value_or(4) << " stages "
+                    << c.numStages.value_or(4));
+        const int64_t BM = c.get("BM"), BK = c.get("BK"), BN = c.get("BN");
+        if (fwd && (HK % BK != 0 || (HN % BN != 0 && BN % HN != 0)))
+          continue; // its static_asserts: BK divides HK, BN divides HN or is a multiple
+        Kernel k = compile(*ctx, path, kernel, cx, o);
+        if (fwd) {
+          const int64_t split = c.getOr("SPLIT_K", 1);
+          auto Y = ctx->alloc<float>(size_t(B * N));
+          if (split > 1)
+            Y.zero();
+          else
+            Y.memsetBytes(0xFF);
+          k.launch(ctx->stream(), Grid::of(cdiv(B, BM) * cdiv(N, BN), split), X, Mem, Y, R[1],
+                   R[2], R[3], R[4], R[5], R[7], int32_t(B), int32_t(K), int32_t(N), int32_t(H),
+                   lam, int32_t(K), int32_t(1), int32_t(N), int32_t(1));
+          ctx->synchronize();
+          CHECK(relErrL2(Y.toHost(), y) < 3e-3);
+        } else {
+          auto dX = ctx->alloc<float>(size_t(B * K));
+          dX.memsetBytes(0xFF);
+          k.launch(ctx->stream(), Grid::of(cdiv(B, BM) * cdiv(K, BK)), dY, Mem, dX, R[1], R[2],
+                   R[3], R[4], R[5], R[7], int32_t(B), int32_t(K), int32_t(N), int32_t(H), lam,
+                   int32_t(N), int32_t(1), int32_t(K), int32_t(1));
+          ctx->synchronize();
+          CHECK(relErrL2(dX.toHost(), dx) < 3e-3);
+        }
+        ++ran;
+      }
+    }
+  }
+  CHECK(ran >= 20);
+}
