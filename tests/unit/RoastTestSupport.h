@@ -7,6 +7,7 @@
 #define TESSERA_TESTS_ROASTTESTSUPPORT_H
 
 #include "GpuTestSupport.h"
+#include "TestSupport.h"
 
 #include "tessera/tessera.h"
 
@@ -17,6 +18,15 @@
 #include <vector>
 
 namespace tessera::testing::roastref {
+
+/// RzLinear's R = [P, r1, ..., r7], each r drawn from [0, P).
+inline std::array<int32_t, 8> randomR(Seeded &s) {
+  std::array<int32_t, 8> R{};
+  R[0] = 45007;
+  for (size_t i = 1; i < 8; ++i)
+    R[i] = int32_t(s.range(0, 45006));
+  return R;
+}
 
 /// One ROAST-MM layer as the reference sees it.
 struct MmLayer {

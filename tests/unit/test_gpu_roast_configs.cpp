@@ -22,13 +22,6 @@ using roastref::MmLayer;
 
 namespace {
 
-std::array<int32_t, 8> hashValues(Seeded &s) {
-  std::array<int32_t, 8> R{45007};
-  for (size_t i = 1; i < 8; ++i)
-    R[i] = int32_t(s.range(0, 45006));
-  return R;
-}
-
 /// The configs of `kernel`'s @autotune space, as its file declares them.
 std::vector<Config> spaceOf(const std::string &path, const std::string &kernel) {
   CompileResult r = compileFile(path, kernel, CompileOptions{});
@@ -51,7 +44,7 @@ TEST_CASE("GPU roast: every forward and dX config matches fp64 at ragged shapes 
                 N = 90 + s.range(0, 70), H = K * N / 3 + s.range(0, 999);
   const float lam = 0.7f;
   INFO("B " << B << " K " << K << " N " << N << " H " << H);
-  std::array<int32_t, 8> R = hashValues(s);
+  std::array<int32_t, 8> R = roastref::randomR(s);
   std::vector<float> x = s.uniform(size_t(B * K)), dy = s.uniform(size_t(B * N)),
                      mem = s.uniform(size_t(H));
   auto X = ctx->upload(x), dY = ctx->upload(dy), Mem = ctx->upload(mem);

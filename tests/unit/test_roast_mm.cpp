@@ -21,16 +21,9 @@ using namespace tessera;
 using namespace tessera::roast;
 using namespace tessera::testing;
 using roastref::MmLayer;
+using roastref::randomR;
 
 namespace {
-
-std::array<int32_t, 8> randomR(Seeded &s) {
-  std::array<int32_t, 8> R{};
-  R[0] = 45007;
-  for (size_t i = 1; i < 8; ++i)
-    R[i] = s.range(0, 45006);
-  return R;
-}
 
 MmLayer refOf(const Linear &l) {
   return {l.in(), l.out(), l.tile().k, l.tile().n, l.memory().size(), l.hash().R,
