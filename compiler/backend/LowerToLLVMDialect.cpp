@@ -20,6 +20,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Interfaces/DataLayoutInterfaces.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Pass/PassManager.h"
@@ -127,10 +128,41 @@ struct DivApproxFtz : OpConversionPattern<arith::DivFOp> {
   }
 };
 
+/// The high half of an unsigned product as the frontend writes it (umulhi:
+/// trunc(shrui(zext a * zext b, w))) becomes `mul.hi.u32` / `mul.hi.u16`.
+/// Left to LLVM, an operand known to fit in w bits loses its zext and the
+/// multiply stays 64-bit (`mul.lo.s64` plus the high word); ptxas 12.8 (and
+/// the driver's JIT) then rewrote `x - d * hi(x * inv)` inside roast_mm_dx's
+/// producer loop into an expression that is always 0. The intrinsic is one
+/// instruction and keeps the multiply opaque to both.
+struct MulHighToNvvm : OpRewritePattern<arith::TruncIOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(arith::TruncIOp op, PatternRewriter &rw) const override {
+    auto narrow = dyn_cast<IntegerType>(op.getType());
+    if (!narrow || (narrow.getWidth() != 32 && narrow.getWidth() != 16))
+      return failure();
+    auto shift = op.getIn().getDefiningOp<arith::ShRUIOp>();
+    APInt by;
+    if (!shift || !matchPattern(shift.getRhs(), m_ConstantInt(&by)) || by != narrow.getWidth())
+      return failure();
+    auto mul = shift.getLhs().getDefiningOp<arith::MulIOp>();
+    if (!mul || cast<IntegerType>(mul.getType()).getWidth() != 2 * narrow.getWidth())
+      return failure();
+    auto x = mul.getLhs().getDefiningOp<arith::ExtUIOp>(), y = mul.getRhs().getDefiningOp<arith::ExtUIOp>();
+    if (!x || !y || x.getIn().getType() != narrow || y.getIn().getType() != narrow)
+      return failure();
+    const char *name = narrow.getWidth() == 32 ? "llvm.nvvm.mulhi.ui" : "llvm.nvvm.mulhi.us";
+    rw.replaceOpWithNewOp<LLVM::CallIntrinsicOp>(op, narrow, rw.getStringAttr(name),
+                                                 ValueRange{x.getIn(), y.getIn()});
+    return success();
+  }
+};
+
 /// arith ops that have no direct LLVM lowering are expanded first.
 LogicalResult expandArith(ModuleOp module) {
   RewritePatternSet patterns(module.getContext());
   arith::populateCeilFloorDivExpandOpsPatterns(patterns);
+  patterns.add<MulHighToNvvm>(module.getContext());
   return applyPatternsGreedily(module, std::move(patterns));
 }
 
