@@ -169,25 +169,21 @@ bool KernelLowering::lowerVectorRed(tile::AtomicRMWOp op) {
   }
   text += "};";
   cons += ",~{memory}";
+  auto vectorRed = [&](Value at, ArrayRef<Value> vals) {
+    SmallVector<Value> operands{at};
+    operands.append(vals.begin(), vals.end());
+    sideEffectAsm({}, operands, text, cons, loc);
+  };
   for (int64_t k = 0; k < lay.slots() / lay.vec; ++k) {
     // planVector's contiguity excludes replicated layouts: no primary mask.
-    auto [ptrs, vals, masks] = vectorLanes(op.getPtr(), op.getValue(), op.getMask(), lay, k, Value(), loc);
-    auto vecRed = [&]() {
-      SmallVector<Value> operands{ptrs[0]};
-      operands.append(vals.begin(), vals.end());
-      sideEffectAsm({}, operands, text, cons, loc);
-    };
-    guardedVector(masks, ptrs[0], lay.vec * 4, plan.aligned, lay.vec, vecRed,
-                  [&](int64_t v) {
-                    if (!masks[v]) {
-                      emitAtomic(op, ptrs[v], vals[v], Value(), loc);
-                      return;
-                    }
-                    auto one = makeIf(masks[v], false, loc);
-                    OpBuilder::InsertionGuard g(b_);
-                    b_.setInsertionPointToStart(one.thenBlock());
-                    emitAtomic(op, ptrs[v], vals[v], Value(), loc);
-                  },
+    VectorLanes lanes = vectorLanes(op.getPtr(), op.getValue(), op.getMask(), lay, k, Value(), loc);
+    if (!plan.aligned) {
+      realignedVectorRed(op, lanes, lay.vec, vectorRed, loc);
+      continue;
+    }
+    guardedVector(lanes.masks, lanes.ptrs[0], lay.vec * 4, true, lay.vec,
+                  [&]() { vectorRed(lanes.ptrs[0], lanes.vals); },
+                  [&](int64_t v) { maskedAtomic(op, lanes.ptrs[v], lanes.vals[v], lanes.masks[v], loc); },
                   loc);
   }
   Lowered l; // nobody reads the old values
@@ -197,6 +193,112 @@ bool KernelLowering::lowerVectorRed(tile::AtomicRMWOp op) {
   l.regs.assign(lay.slots(), zero);
   vals_[op.getResult()] = l;
   return true;
+}
+
+// One thread's atomic on one element where `mask` is on (null: always).
+void KernelLowering::maskedAtomic(Operation *op, Value ptr, Value val, Value mask, Location loc) {
+  if (!mask) {
+    emitAtomic(op, ptr, val, Value(), loc);
+    return;
+  }
+  auto one = makeIf(mask, false, loc);
+  OpBuilder::InsertionGuard g(b_);
+  b_.setInsertionPointToStart(one.thenBlock());
+  emitAtomic(op, ptr, val, Value(), loc);
+}
+
+// A lane's vector of contiguous f32 adds whose alignment is not proven.
+// Aligned at run time, it is one red.v (as when proven). Else it is
+// misaligned by `mis` elements, as is the vector of the lane before when that
+// one holds the `vec` elements just before in memory (a run of a row:
+// RzLinear's hashed tiles, an odd offset): then the last `mis` elements of
+// that lane and the first `vec - mis` of this one fill one aligned vector,
+// which this lane adds with one red.v. Elements no vector takes (the head of
+// a run, whose lane before does not continue it; its tail, whose next lane
+// does not) take one atom each. Which lanes continue each other is read from
+// the addresses, so any layout and any run length are correct.
+void KernelLowering::realignedVectorRed(tile::AtomicRMWOp op, const VectorLanes &l, int64_t vec,
+                                        const std::function<void(Value, ArrayRef<Value>)> &vectorRed,
+                                        Location loc) {
+  Type i32 = b_.getI32Type(), i64 = b_.getI64Type();
+  auto c64 = [&](int64_t v) -> Value { return arith::ConstantOp::create(b_, loc, b_.getI64IntegerAttr(v)); };
+  auto eq = [&](Value a, Value b) -> Value {
+    return arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::eq, a, b);
+  };
+  auto bit = [&](Value bits, int64_t at) -> Value {
+    Value one = arith::AndIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, bits, i32c(at, loc)), i32c(1, loc));
+    return arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::ne, one, i32c(0, loc));
+  };
+  Value addr = LLVM::PtrToIntOp::create(b_, loc, i64, l.ptrs[0]);
+  Value mis = arith::TruncIOp::create(
+      b_, loc, i32, arith::AndIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, addr, c64(2)), c64(vec - 1)));
+  Value maskBits = i32c(0, loc);
+  for (int64_t v = 0; v < vec; ++v) {
+    Value on = l.masks[v] ? Value(arith::ExtUIOp::create(b_, loc, i32, l.masks[v])) : i32c(1, loc);
+    maskBits = arith::OrIOp::create(b_, loc, maskBits, arith::ShLIOp::create(b_, loc, on, i32c(v, loc)));
+  }
+  // All lanes shuffle, before any branch.
+  Value prevAddr = shuffle(addr, NVVM::ShflKind::up, 1, loc);
+  Value prevBits = shuffle(maskBits, NVVM::ShflKind::up, 1, loc);
+  SmallVector<Value> prevVals;
+  for (Value v : l.vals)
+    prevVals.push_back(shuffle(v, NVVM::ShflKind::up, 1, loc));
+  // Lane 0 gets its own address back, which never continues itself.
+  Value prevOk = eq(arith::AddIOp::create(b_, loc, prevAddr, c64(4 * vec)), addr);
+  Value lane = arith::AndIOp::create(b_, loc, tid(), i32c(31, loc));
+  Value nextSays = shuffle(arith::ExtUIOp::create(b_, loc, i32, prevOk), NVVM::ShflKind::down, 1, loc);
+  Value nextOk = arith::AndIOp::create(
+      b_, loc, arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::ne, lane, i32c(31, loc)),
+      arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::ne, nextSays, i32c(0, loc)));
+
+  auto split = makeIf(eq(mis, i32c(0, loc)), true, loc);
+  OpBuilder::InsertionGuard g(b_);
+  b_.setInsertionPointToStart(split.thenBlock());
+  guardedVector(l.masks, l.ptrs[0], vec * 4, true, vec, [&]() { vectorRed(l.ptrs[0], l.vals); },
+                [&](int64_t v) { maskedAtomic(op, l.ptrs[v], l.vals[v], l.masks[v], loc); }, loc);
+
+  b_.setInsertionPointToStart(split.elseBlock());
+  {
+    auto joined = makeIf(prevOk, false, loc);
+    OpBuilder::InsertionGuard inner(b_);
+    b_.setInsertionPointToStart(joined.thenBlock());
+    // Element j of the aligned vector: the lane before's element vec - mis + j
+    // for j < mis, else this lane's j - mis; one select per possible mis.
+    SmallVector<Value> vals, masks;
+    for (int64_t j = 0; j < vec; ++j) {
+      Value val, mask;
+      for (int64_t m = 1; m < vec; ++m) {
+        Value mv = j < m ? prevVals[size_t(vec - m + j)] : l.vals[size_t(j - m)];
+        Value mm = j < m ? bit(prevBits, vec - m + j) : bit(maskBits, j - m);
+        if (!val) {
+          val = mv, mask = mm;
+          continue;
+        }
+        Value is = eq(mis, i32c(m, loc));
+        val = arith::SelectOp::create(b_, loc, is, mv, val);
+        mask = arith::SelectOp::create(b_, loc, is, mm, mask);
+      }
+      vals.push_back(val);
+      masks.push_back(mask);
+    }
+    Value back = arith::SubIOp::create(b_, loc, i32c(0, loc), mis);
+    Value at = LLVM::GEPOp::create(b_, loc, l.ptrs[0].getType(), b_.getF32Type(), l.ptrs[0], ValueRange{back});
+    SmallVector<Value> ptrs;
+    for (int64_t j = 0; j < vec; ++j)
+      ptrs.push_back(LLVM::GEPOp::create(b_, loc, at.getType(), b_.getF32Type(), at, ArrayRef<LLVM::GEPArg>{int32_t(j)}));
+    guardedVector(masks, at, vec * 4, true, vec, [&]() { vectorRed(at, vals); },
+                  [&](int64_t j) { maskedAtomic(op, ptrs[j], vals[j], masks[j], loc); }, loc);
+  }
+  Value notPrev = arith::XOrIOp::create(b_, loc, prevOk, arith::ConstantOp::create(b_, loc, b_.getBoolAttr(true)));
+  Value notNext = arith::XOrIOp::create(b_, loc, nextOk, arith::ConstantOp::create(b_, loc, b_.getBoolAttr(true)));
+  for (int64_t j = 0; j < vec; ++j) {
+    // Element j is in the run's head (joined with the lane before) when j < vec - mis.
+    Value head = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::slt, i32c(j, loc),
+                                       arith::SubIOp::create(b_, loc, i32c(vec, loc), mis));
+    Value alone = arith::SelectOp::create(b_, loc, head, notPrev, notNext);
+    maskedAtomic(op, l.ptrs[j], l.vals[j],
+                 l.masks[j] ? Value(arith::AndIOp::create(b_, loc, alone, l.masks[j])) : alone, loc);
+  }
 }
 
 bool KernelLowering::lowerAtomic(Operation *op) {

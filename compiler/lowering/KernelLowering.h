@@ -519,7 +519,11 @@ private:
   }
   bool lowerAtomic(Operation *op); // Atomics.cpp
   bool lowerVectorRed(tile::AtomicRMWOp op);
+  void realignedVectorRed(tile::AtomicRMWOp op, const VectorLanes &lanes, int64_t vec,
+                          const std::function<void(Value, ArrayRef<Value>)> &vectorRed,
+                          Location loc);
   Value emitAtomic(Operation *op, Value ptr, Value val, Value cmp, Location loc);
+  void maskedAtomic(Operation *op, Value ptr, Value val, Value mask, Location loc);
   bool lowerDot(tile::DotOp op);
   // mma.sync into `lay`; A from shared memory at aS, or (aRegs not empty)
   // from the registers of a product in the same rows.
@@ -609,6 +613,9 @@ private:
   bool lowerWhile(scf::WhileOp op);
   SmallVector<Value> combine(Region &combiner, ValueRange lhs, ValueRange rhs);
   Value shuffleXor(Value v, int offset, Location loc);
+  /// `v` from the lane `offset` away in the warp (`kind`: up, down, bfly or
+  /// idx); a lane whose source is outside the warp gets its own value.
+  Value shuffle(Value v, NVVM::ShflKind kind, int offset, Location loc);
 
   ModuleOp module_;
   func::FuncOp src_, dst_;

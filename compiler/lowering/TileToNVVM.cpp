@@ -1590,12 +1590,18 @@ SmallVector<Value> KernelLowering::combine(Region &combiner, ValueRange lhs, Val
 }
 
 Value KernelLowering::shuffleXor(Value v, int offset, Location loc) {
+  return shuffle(v, NVVM::ShflKind::bfly, offset, loc);
+}
+
+Value KernelLowering::shuffle(Value v, NVVM::ShflKind kind, int offset, Location loc) {
   Type t = v.getType();
   Type i32 = b_.getI32Type();
+  // The clamp operand: the lowest source lane for `up`, the highest else; a
+  // source lane past it gives the lane its own value.
+  const int64_t bound = kind == NVVM::ShflKind::up ? 0 : 31;
   auto shfl = [&](Value x) -> Value {
-    Value mask = i32c(-1, loc), off = i32c(offset, loc), clamp = i32c(31, loc);
-    return NVVM::ShflOp::create(b_, loc, x.getType(), mask, x, off, clamp,
-                                NVVM::ShflKind::bfly, UnitAttr());
+    Value mask = i32c(-1, loc), off = i32c(offset, loc), clamp = i32c(bound, loc);
+    return NVVM::ShflOp::create(b_, loc, x.getType(), mask, x, off, clamp, kind, UnitAttr());
   };
   if (t.isF32() || t.isInteger(32))
     return shfl(v);

@@ -157,6 +157,27 @@ TEST_CASE("atomics: an f32 add whose result is unused is a vector red on sm_90",
   CHECK(count(ampere, "atom.relaxed.gpu.global.add.f32") >= 4);
 }
 
+TEST_CASE("atomics: a run of unproven alignment joins neighbouring lanes into aligned red.v4",
+          "[atomics][ptx]") {
+  // `off` is a run-time value: each lane's vector may be misaligned; it takes
+  // the lane before's values (shfl.up) and tells the lane after (shfl.down).
+  std::string unaligned = ptxFor(kScatterSrc, "scatter_add", "sm_90a");
+  INFO(unaligned);
+  CHECK(count(unaligned, "shfl.sync.up") >= 5);
+  CHECK(count(unaligned, "shfl.sync.down") >= 1);
+  CHECK(count(unaligned, "red.relaxed.gpu.global.add.v4.f32") >= 2);
+  // Proven alignment (the aligned ROAST mapping's multiple_of) needs none of it.
+  const char *aligned = R"(
+@kernel
+def aligned_add(P: *f32, X: *f32, off: i32, BLOCK: constexpr = 1024):
+    offs = arange(0, BLOCK)
+    atomic_add(P + multiple_of(off, 4) + offs, load(X + offs), sem="relaxed")
+)";
+  std::string proven = ptxFor(aligned, "aligned_add", "sm_90a");
+  CHECK(count(proven, "shfl.sync") == 0);
+  CHECK(count(proven, "red.relaxed.gpu.global.add.v4.f32") >= 1);
+}
+
 TEST_CASE("atomics: bad sem and scope are errors at the argument", "[atomics][errors]") {
   auto diag = [](const char *body) {
     std::string src = std::string("@kernel\ndef k(P: *i32):\n") + body + "\n";
