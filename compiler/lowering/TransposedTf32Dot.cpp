@@ -72,20 +72,12 @@ void DotLoopEmitter::issueSwapWgmmas(Value i, Value fragOff, ArrayRef<Value> shi
     for (int64_t t = 0; t < T; ++t)
       for (int64_t q = 0; q < 4; q += 2) {
         int64_t row = (kk * 8 + (q >= 2 ? 4 : 0)) * rawRow;
-        if (!shifted.empty()) {
-          // A run shifted by 0 or 8 bytes keeps its pairs 8-byte aligned: one
-          // 8-byte load, as for an aligned B; else two 4-byte loads. The shift
-          // is the same for the warp's lanes; predicated in one asm, so LLVM
-          // cannot fold the two forms back into the 4-byte one.
+        if (!shifted.empty()) { // 4-byte aligned only
           Value at = arith::AddIOp::create(b_, loc, arith::AddIOp::create(b_, loc, raw, shifted[t]), c32(row));
-          auto pair = asmCall({i32, i32}, {at, arith::AndIOp::create(b_, loc, shifted[t], c32(7))},
-                              "{\n.reg .pred p;\nsetp.eq.b32 p, $3, 0;\n"
-                              "@p ld.shared.v2.b32 {$0, $1}, [$2];\n"
-                              "@!p ld.shared.b32 $0, [$2];\n"
-                              "@!p ld.shared.b32 $1, [$2+4];\n}",
-                              "=r,=r,r,r");
-          for (int64_t e = 0; e < 2; ++e)
-            regs.push_back(LLVM::ExtractValueOp::create(b_, loc, pair.getResult(0), ArrayRef<int64_t>{e}));
+          for (int64_t e = 0; e < 2; ++e) {
+            Value w = arith::AddIOp::create(b_, loc, at, c32(4 * e));
+            regs.push_back(LLVM::LoadOp::create(b_, loc, i32, LLVM::IntToPtrOp::create(b_, loc, ptr3, w), 4));
+          }
           continue;
         }
         Value at = arith::AddIOp::create(b_, loc, frag, c32(row + t * 64 * 4));
