@@ -177,11 +177,14 @@ bool KernelLowering::lowerVectorRed(tile::AtomicRMWOp op) {
   for (int64_t k = 0; k < lay.slots() / lay.vec; ++k) {
     // planVector's contiguity excludes replicated layouts: no primary mask.
     VectorLanes lanes = vectorLanes(op.getPtr(), op.getValue(), op.getMask(), lay, k, Value(), loc);
-    if (!plan.aligned) {
+    // Realigning pays for its seven shuffles a vector only with four lanes
+    // (one red.v4 for four atoms); pairs keep the run-time alignment check
+    // (flash attention's dQ pairs spilled 12 bytes with it).
+    if (!plan.aligned && lay.vec == 4) {
       realignedVectorRed(op, lanes, lay.vec, vectorRed, loc);
       continue;
     }
-    guardedVector(lanes.masks, lanes.ptrs[0], lay.vec * 4, true, lay.vec,
+    guardedVector(lanes.masks, lanes.ptrs[0], lay.vec * 4, plan.aligned, lay.vec,
                   [&]() { vectorRed(lanes.ptrs[0], lanes.vals); },
                   [&](int64_t v) { maskedAtomic(op, lanes.ptrs[v], lanes.vals[v], lanes.masks[v], loc); },
                   loc);
