@@ -147,8 +147,9 @@ Value KernelLowering::emitAtomic(Operation *op, Value ptr, Value val, Value cmp,
 
 // An f32 atomic add whose old values nobody reads, as red.v2/v4.f32 where
 // the lanes of a thread's vector are proven contiguous (sm_90). Lanes whose
-// vector is partly masked, or not aligned when that is not proven, take one
-// atom each. False: not this case.
+// vector is partly masked take one atom each; so do misaligned pairs, while
+// misaligned quads are realigned with their neighbours (realignedVectorRed).
+// False: not this case.
 bool KernelLowering::lowerVectorRed(tile::AtomicRMWOp op) {
   auto rt = dyn_cast<RankedTensorType>(op.getResult().getType());
   if (!rt || !op.getResult().use_empty() || op.getKind() != tile::RMWKind::add ||
