@@ -14,7 +14,8 @@
 //   shared memory after a second barrier, which also extends an acquire to
 //   them (an unused old value: only that barrier, and only for an acquire);
 // - an f32 add whose result is unused, on lanes proven contiguous, relaxed or
-//   release, on sm_90: one red.v2/v4.f32 for 2 or 4 lanes.
+//   release, on sm_90: one red.v2/v4.f32 for 2 or 4 lanes; 4-lane vectors not
+//   proven aligned are realigned with the lane before's (realignedVectorRed).
 #include "KernelLowering.h"
 
 namespace tessera::lowering::detail {
@@ -225,12 +226,15 @@ void KernelLowering::realignedVectorRed(tile::AtomicRMWOp op, const VectorLanes 
                                         const std::function<void(Value, ArrayRef<Value>)> &vectorRed,
                                         Location loc) {
   Type i32 = b_.getI32Type(), i64 = b_.getI64Type();
-  auto c64 = [&](int64_t v) -> Value { return arith::ConstantOp::create(b_, loc, b_.getI64IntegerAttr(v)); };
+  auto c64 = [&](int64_t v) -> Value {
+    return arith::ConstantOp::create(b_, loc, b_.getI64IntegerAttr(v));
+  };
   auto eq = [&](Value a, Value b) -> Value {
     return arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::eq, a, b);
   };
   auto bit = [&](Value bits, int64_t at) -> Value {
-    Value one = arith::AndIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, bits, i32c(at, loc)), i32c(1, loc));
+    Value one = arith::AndIOp::create(b_, loc, arith::ShRUIOp::create(b_, loc, bits, i32c(at, loc)),
+                                      i32c(1, loc));
     return arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::ne, one, i32c(0, loc));
   };
   Value addr = LLVM::PtrToIntOp::create(b_, loc, i64, l.ptrs[0]);
@@ -286,15 +290,18 @@ void KernelLowering::realignedVectorRed(tile::AtomicRMWOp op, const VectorLanes 
       masks.push_back(mask);
     }
     Value back = arith::SubIOp::create(b_, loc, i32c(0, loc), mis);
-    Value at = LLVM::GEPOp::create(b_, loc, l.ptrs[0].getType(), b_.getF32Type(), l.ptrs[0], ValueRange{back});
+    Value at = LLVM::GEPOp::create(b_, loc, l.ptrs[0].getType(), b_.getF32Type(), l.ptrs[0],
+                                   ValueRange{back});
     SmallVector<Value> ptrs;
     for (int64_t j = 0; j < vec; ++j)
-      ptrs.push_back(LLVM::GEPOp::create(b_, loc, at.getType(), b_.getF32Type(), at, ArrayRef<LLVM::GEPArg>{int32_t(j)}));
+      ptrs.push_back(LLVM::GEPOp::create(b_, loc, at.getType(), b_.getF32Type(), at,
+                                         ArrayRef<LLVM::GEPArg>{int32_t(j)}));
     guardedVector(masks, at, vec * 4, true, vec, [&]() { vectorRed(at, vals); },
                   [&](int64_t j) { maskedAtomic(op, ptrs[j], vals[j], masks[j], loc); }, loc);
   }
-  Value notPrev = arith::XOrIOp::create(b_, loc, prevOk, arith::ConstantOp::create(b_, loc, b_.getBoolAttr(true)));
-  Value notNext = arith::XOrIOp::create(b_, loc, nextOk, arith::ConstantOp::create(b_, loc, b_.getBoolAttr(true)));
+  Value yes = arith::ConstantOp::create(b_, loc, b_.getBoolAttr(true));
+  Value notPrev = arith::XOrIOp::create(b_, loc, prevOk, yes);
+  Value notNext = arith::XOrIOp::create(b_, loc, nextOk, yes);
   for (int64_t j = 0; j < vec; ++j) {
     // Element j is in the run's head (joined with the lane before) when j < vec - mis.
     Value head = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::slt, i32c(j, loc),
