@@ -148,7 +148,8 @@ struct MulHighToNvvm : OpRewritePattern<arith::TruncIOp> {
     auto mul = shift.getLhs().getDefiningOp<arith::MulIOp>();
     if (!mul || cast<IntegerType>(mul.getType()).getWidth() != 2 * narrow.getWidth())
       return failure();
-    auto x = mul.getLhs().getDefiningOp<arith::ExtUIOp>(), y = mul.getRhs().getDefiningOp<arith::ExtUIOp>();
+    auto x = mul.getLhs().getDefiningOp<arith::ExtUIOp>();
+    auto y = mul.getRhs().getDefiningOp<arith::ExtUIOp>();
     if (!x || !y || x.getIn().getType() != narrow || y.getIn().getType() != narrow)
       return failure();
     const char *name = narrow.getWidth() == 32 ? "llvm.nvvm.mulhi.ui" : "llvm.nvvm.mulhi.us";
