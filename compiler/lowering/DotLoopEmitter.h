@@ -237,6 +237,11 @@ private:
     Value param;         // i64 generic address of the tensor map
     int64_t rows, width; // the stage: rows of `width` swizzled bytes per column block
     int64_t blocks;      // column blocks, one box each
+    // A computed origin (analysis/ComputedOriginMap.h): every box's origin is
+    // the pointer at its first element, evaluated each iteration, and a box
+    // holds one aligned group of this many rows. 0: an affine map, one box
+    // per column block at origins moving by a constant step.
+    int64_t groupRows = 0;
   };
   std::optional<TmaOperand> tmaA, tmaB;
   std::string tmaWhyNot; // why an operand is not loaded by TMA (remarks)
@@ -244,11 +249,20 @@ private:
   // Decides tmaA / tmaB (in wsApplies).
   void planTma();
   std::optional<TmaOperand> tmaFor(tile::LoadOp ld, int64_t rows, int64_t width);
+  // tmaFor's operand whose rows are not provably aligned: boxes at origins
+  // computed each iteration, when the analysis allows (else `why`).
+  std::optional<TmaOperand> computedOriginFor(tile::LoadOp ld, int64_t rows, int64_t width,
+                                              int64_t cols, std::string &why);
   // An i32 value of a linear form over lowered scalars.
   Value materialize(const LinearForm &f);
   // Thread 0 of the producers: expect the stage's TMA bytes on `full`, then
   // issue the boxes of iteration j into the stage of running iteration gj.
-  void issueTma(Value j, Value gj, Value fullBar);
+  // False on an error lowering the loop body (a computed origin binds it).
+  bool issueTma(Value j, Value gj, Value fullBar);
+  // One box of `t` at coordinates (x, y) into shared address `dst`.
+  void issueBox(const TmaOperand &t, Value dst, Value x, Value y, Value fullBar);
+  // The boxes of a computed-origin operand `ld` of the bound iteration.
+  void issueComputedOriginBoxes(const TmaOperand &t, tile::LoadOp ld, Value stage, Value fullBar);
 
   // Set by emit() before the copies and the loop use them.
   Value ptid;     // warp-specialized producer code: the thread's index in the producer warpgroup

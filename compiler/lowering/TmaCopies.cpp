@@ -4,8 +4,13 @@
 // engine writes the boxes in the same swizzled form that the cp.async path
 // produces (TMA's 32/64/128-byte swizzles are the XOR of address bits 4-6
 // with bits 7-9, as `swizzled` computes), and zero-fills what lies past the
-// extents the mask gave. See docs/performance.md section 4.
+// extents the mask gave. An operand whose origin is computed each iteration
+// (ROAST's hashed blocks) gets a box per aligned row group and column block,
+// placed at the pointer's value (analysis/ComputedOriginMap.h). See
+// docs/performance.md section 4.
 #include "DotLoopEmitter.h"
+
+#include "analysis/ComputedOriginMap.h"
 
 #include "tessera/TensorMapSpec.h"
 
@@ -28,17 +33,56 @@ std::optional<DotLoopEmitter::TmaOperand> DotLoopEmitter::tmaFor(tile::LoadOp ld
   // 16-byte aligned chunks at every row start imply.
   if (copyFacts(ld).gathered)
     return no("rows not provably contiguous");
+  int64_t cols = cast<RankedTensorType>(ld.getType()).getDimSize(copiedTransposed(ld) ? 0 : 1);
+  // A box must start 16-byte aligned in global memory: at a misaligned
+  // start the copy engine faults (illegal instruction, H200), so RzLinear's
+  // hashed rows cannot be boxes. An affine map when the analysis follows
+  // the origin; else boxes at origins computed each iteration.
   if (!copyFacts(ld).aligned)
     return no("rows not provably 16-byte aligned");
-  std::string why;
+  std::string why, whyComputed;
   std::optional<TensorMapOperand> m =
       analyzeTensorMapOperand(ld, op_, kl_.source().getBody().front(), why, copiedTransposed(ld));
-  if (!m)
-    return no(why);
+  if (!m) {
+    // Boxes copy whole rows: only an unmasked load may have a computed origin.
+    if (ld.getMask())
+      return no(why);
+    if (std::optional<TmaOperand> t = computedOriginFor(ld, rows, width, cols, whyComputed))
+      return t;
+    return no(why + "; no computed origin: " + whyComputed);
+  }
   if (rows > 256 || width / eb > 256)
     return no("a box is larger than 256 rows or columns");
-  int64_t cols = cast<RankedTensorType>(ld.getType()).getDimSize(copiedTransposed(ld) ? 0 : 1);
   return TmaOperand{*m, Value(), rows, width, cols * eb / width};
+}
+
+std::optional<DotLoopEmitter::TmaOperand>
+DotLoopEmitter::computedOriginFor(tile::LoadOp ld, int64_t rows, int64_t width, int64_t cols,
+                                  std::string &why) {
+  if (copiedTransposed(ld)) {
+    why = "the tile is copied transposed";
+    return std::nullopt;
+  }
+  int64_t boxCols = width / eb;
+  std::optional<ComputedOriginOperand> c = analyzeComputedOrigin(
+      ld, eb, boxCols, std::min<int64_t>(rows, 256), kl_.source().getBody().front(), kl_.axis(), why);
+  if (!c)
+    return std::nullopt;
+  // Each box starts a swizzle atom (8 rows of `width` bytes, 1024-aligned).
+  if (rows % c->groupRows || (c->groupRows * width) % 1024) {
+    why = "row groups of " + std::to_string(c->groupRows) + " do not fill whole swizzle atoms";
+    return std::nullopt;
+  }
+  // Rows `stride` apart and `stride + boxCols - 1` wide overlap, so a box
+  // may start at any column below the stride; the rows reach every offset
+  // below 2^31 (the lowering traps on others). The map reads nothing but
+  // the boxes, which hold the tile's own elements.
+  TensorMapOperand m;
+  m.pointerArg = c->pointerArg;
+  m.rowStride = LinearForm::constant(c->rowStride);
+  m.cols = LinearForm::constant(c->rowStride + boxCols - 1);
+  m.rows = LinearForm::constant(((int64_t(1) << 31) - 1) / c->rowStride + 256);
+  return TmaOperand{m, Value(), rows, width, cols * eb / width, c->groupRows};
 }
 
 void DotLoopEmitter::planTma() {
@@ -70,7 +114,7 @@ bool DotLoopEmitter::addTensorMaps() {
     s.rows = form((*t)->map.rows);
     s.rowStride = form((*t)->map.rowStride);
     s.boxCols = int((*t)->width / eb);
-    s.boxRows = int((*t)->rows);
+    s.boxRows = int((*t)->groupRows ? (*t)->groupRows : (*t)->rows);
     s.swizzleBytes = int((*t)->width);
     (*t)->param = kl_.addTensorMapParam(s, loc);
     if (!(*t)->param)
@@ -86,27 +130,67 @@ Value DotLoopEmitter::materialize(const LinearForm &f) {
   return v;
 }
 
-void DotLoopEmitter::issueTma(Value j, Value gj, Value fullBar) {
+bool DotLoopEmitter::issueTma(Value j, Value gj, Value fullBar) {
   int64_t bytes = (tmaA ? aBytes : 0) + (tmaB ? bBytes : 0);
   asmCall({}, {fullBar, c32(bytes)}, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;",
           "r,r,~{memory}");
-  auto issue = [&](const TmaOperand &t, Value stage) {
+  // Computed origins read the pointer tiles of iteration j.
+  bool bind = (tmaA && tmaA->groupRows) || (tmaB && tmaB->groupRows);
+  if (bind && !bindIteration(j)) {
+    vals_.popScope();
+    return false;
+  }
+  auto issue = [&](const TmaOperand &t, tile::LoadOp ld, Value stage) {
+    if (t.groupRows) {
+      issueComputedOriginBoxes(t, ld, stage, fullBar);
+      return;
+    }
     Value x = arith::AddIOp::create(b_, loc, materialize(t.map.col0),
                                     arith::MulIOp::create(b_, loc, j, c32(t.map.colStep)));
     Value y = arith::AddIOp::create(b_, loc, materialize(t.map.row0),
                                     arith::MulIOp::create(b_, loc, j, c32(t.map.rowStep)));
     for (int64_t blk = 0; blk < t.blocks; ++blk)
-      asmCall({},
-              {arith::AddIOp::create(b_, loc, stage, c32(blk * t.rows * t.width)), t.param,
-               arith::AddIOp::create(b_, loc, x, c32(blk * t.width / eb)), y, fullBar},
-              "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
-              "[$0], [$1, {$2, $3}], [$4];",
-              "r,l,r,r,r,~{memory}");
+      issueBox(t, arith::AddIOp::create(b_, loc, stage, c32(blk * t.rows * t.width)),
+               arith::AddIOp::create(b_, loc, x, c32(blk * t.width / eb)), y, fullBar);
   };
   if (tmaA)
-    issue(*tmaA, aStage(gj));
+    issue(*tmaA, m_.loadA, aStage(gj));
   if (tmaB)
-    issue(*tmaB, bStage(gj));
+    issue(*tmaB, m_.loadB, bStage(gj));
+  if (bind)
+    vals_.popScope();
+  return true;
+}
+
+void DotLoopEmitter::issueBox(const TmaOperand &t, Value dst, Value x, Value y, Value fullBar) {
+  asmCall({}, {dst, t.param, x, y, fullBar},
+          "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+          "[$0], [$1, {$2, $3}], [$4];",
+          "r,l,r,r,r,~{memory}");
+}
+
+void DotLoopEmitter::issueComputedOriginBoxes(const TmaOperand &t, tile::LoadOp ld, Value stage,
+                                              Value fullBar) {
+  Block &entry = kl_.source().getBody().front();
+  Value base = LLVM::PtrToIntOp::create(b_, loc, i64, kl_.scalarOf(entry.getArgument(t.map.pointerArg)));
+  int64_t stride = t.map.rowStride.c, boxCols = t.width / eb;
+  for (int64_t q = 0; q < t.rows / t.groupRows; ++q)
+    for (int64_t blk = 0; blk < t.blocks; ++blk) {
+      Value p = kl_.elem(ld.getPtr(), {c32(q * t.groupRows), c32(blk * boxCols)}, loc);
+      Value off = arith::DivSIOp::create(
+          b_, loc, arith::SubIOp::create(b_, loc, LLVM::PtrToIntOp::create(b_, loc, i64, p), base), c64(eb));
+      // An offset outside [0, 2^31) has no coordinates in the map: stop the
+      // kernel rather than read zeros where the program reads memory.
+      Value outside = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::uge, off, c64(int64_t(1) << 31));
+      asmCall({}, {arith::ExtUIOp::create(b_, loc, i32, outside)},
+              "{\n.reg .pred p;\nsetp.ne.b32 p, $0, 0;\n@p trap;\n}", "r,~{memory}");
+      Value off32 = arith::TruncIOp::create(b_, loc, i32, off);
+      issueBox(t,
+               arith::AddIOp::create(b_, loc, stage,
+                                     c32(blk * t.rows * t.width + q * t.groupRows * t.width)),
+               arith::RemUIOp::create(b_, loc, off32, c32(stride)),
+               arith::DivUIOp::create(b_, loc, off32, c32(stride)), fullBar);
+    }
 }
 
 } // namespace tessera::lowering::detail

@@ -97,13 +97,15 @@ bool DotLoopEmitter::wsProducer(Value base) {
   Value slot = slotOf(gj);
   mbarWait(mbar(1, slot), parityOf(gj, 1));
   if (anyTma() && !anyCpAsync()) {
-    issueTma(j, gj, mbar(0, slot));
+    if (!issueTma(j, gj, mbar(0, slot)))
+      return false;
   } else if (anyTma()) {
     scf::IfOp first = kl_.makeIf(
         arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::eq, ptid, c32(0)), false, loc);
     OpBuilder::InsertionGuard g1(b_);
     b_.setInsertionPointToStart(first.thenBlock());
-    issueTma(j, gj, mbar(0, slot));
+    if (!issueTma(j, gj, mbar(0, slot)))
+      return false;
   }
   // The cp.async copies need the iteration's addresses and masks (TMA boxes
   // need only their origins).
