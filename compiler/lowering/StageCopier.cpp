@@ -175,7 +175,8 @@ void StageCopier::copyFourByte(tile::LoadOp ld, Value dst, ArrayRef<Value> c, bo
                                bool maskWhole, bool transposed) {
   // A chunk that may be misaligned (ROAST's hashed offsets, odd leading
   // dimensions) or partly masked is copied as one 16-byte cp.async when
-  // aligned and whole at run time, else as four 4-byte ones, each
+  // aligned and whole at run time, else as two 8-byte ones at an 8-byte
+  // boundary (when the chunk has one mask), else as four 4-byte ones, each
   // zero-filled when masked off. Every copy stays asynchronous: no
   // element-wise path.
   auto [p0, mk] = chunkAddress(ld, c, maskWhole, transposed);
@@ -189,14 +190,37 @@ void StageCopier::copyFourByte(tile::LoadOp ld, Value dst, ArrayRef<Value> c, bo
     wide = arith::ConstantOp::create(b_, loc_, b_.getBoolAttr(true));
   SmallVector<Value> operands{dst, p0, arith::ExtUIOp::create(b_, loc_, i32, wide)};
   operands.append(sizes.begin(), sizes.end());
+  if (aligned || !maskWhole) {
+    asmCall({}, operands,
+            "{\n.reg .pred p;\nsetp.ne.b32 p, $2, 0;\n"
+            "@p cp.async.cg.shared.global [$0], [$1], 16;\n"
+            "@!p cp.async.ca.shared.global [$0], [$1], 4, $3;\n"
+            "@!p cp.async.ca.shared.global [$0+4], [$1+4], 4, $4;\n"
+            "@!p cp.async.ca.shared.global [$0+8], [$1+8], 4, $5;\n"
+            "@!p cp.async.ca.shared.global [$0+12], [$1+12], 4, $6;\n}",
+            "r,l,r,r,r,r,r,~{memory}");
+    return;
+  }
+  // One mask for the chunk and a run-time alignment: a chunk at an 8-byte
+  // boundary (half of RzLinear's misaligned rows) goes as two 8-byte copies.
+  Value addr = LLVM::PtrToIntOp::create(b_, loc_, b_.getI64Type(), p0);
+  Value at8 = arith::CmpIOp::create(
+      b_, loc_, arith::CmpIPredicate::eq,
+      arith::AndIOp::create(b_, loc_, addr, arith::ConstantOp::create(b_, loc_, b_.getI64IntegerAttr(7))),
+      arith::ConstantOp::create(b_, loc_, b_.getI64IntegerAttr(0)));
+  operands.push_back(arith::ExtUIOp::create(b_, loc_, i32, at8));
+  operands.push_back(mk.empty() ? c32(8) : Value(arith::SelectOp::create(b_, loc_, mk[0], c32(8), c32(0))));
   asmCall({}, operands,
-          "{\n.reg .pred p;\nsetp.ne.b32 p, $2, 0;\n"
+          "{\n.reg .pred p, e, np, q, r;\nsetp.ne.b32 p, $2, 0;\nsetp.ne.b32 e, $7, 0;\n"
+          "not.pred np, p;\nand.pred q, e, np;\nnot.pred e, e;\nand.pred r, e, np;\n"
           "@p cp.async.cg.shared.global [$0], [$1], 16;\n"
-          "@!p cp.async.ca.shared.global [$0], [$1], 4, $3;\n"
-          "@!p cp.async.ca.shared.global [$0+4], [$1+4], 4, $4;\n"
-          "@!p cp.async.ca.shared.global [$0+8], [$1+8], 4, $5;\n"
-          "@!p cp.async.ca.shared.global [$0+12], [$1+12], 4, $6;\n}",
-          "r,l,r,r,r,r,r,~{memory}");
+          "@q cp.async.ca.shared.global [$0], [$1], 8, $8;\n"
+          "@q cp.async.ca.shared.global [$0+8], [$1+8], 8, $8;\n"
+          "@r cp.async.ca.shared.global [$0], [$1], 4, $3;\n"
+          "@r cp.async.ca.shared.global [$0+4], [$1+4], 4, $4;\n"
+          "@r cp.async.ca.shared.global [$0+8], [$1+8], 4, $5;\n"
+          "@r cp.async.ca.shared.global [$0+12], [$1+12], 4, $6;\n}",
+          "r,l,r,r,r,r,r,r,r,~{memory}");
 }
 
 bool StageCopier::issueCopy(tile::LoadOp ld, Value dst, const Placement &place, Value producerTid,

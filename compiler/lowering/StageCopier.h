@@ -32,7 +32,7 @@ public:
     bool aligned;   // every chunk starts 16-byte aligned
     bool maskWhole; // every chunk is all in or all out of the mask
     bool fourByte;  // 4-byte elements at 4-byte aligned addresses: when not
-                    // aligned and whole, copied as four 4-byte cp.async
+                    // aligned and whole, copied as 8- or 4-byte cp.async
     bool gathered;  // the chunk's elements are not provably contiguous (a
                     // stride unknown at compile time): an address each
     // No synchronous element-wise path: every copy is a cp.async.
