@@ -249,8 +249,9 @@ private:
   // Decides tmaA / tmaB (in wsApplies).
   void planTma();
   std::optional<TmaOperand> tmaFor(tile::LoadOp ld, int64_t rows, int64_t width);
-  // tmaFor's operand whose rows are not provably aligned: boxes at origins
-  // computed each iteration, when the analysis allows (else `why`).
+  // tmaFor's unmasked operand with aligned rows whose origin the affine
+  // analysis cannot follow: boxes at origins computed each iteration, when
+  // analyzeComputedOrigin allows (else `why`).
   std::optional<TmaOperand> computedOriginFor(tile::LoadOp ld, int64_t rows, int64_t width,
                                               int64_t cols, std::string &why);
   // An i32 value of a linear form over lowered scalars.
