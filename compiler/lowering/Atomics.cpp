@@ -253,7 +253,7 @@ void KernelLowering::realignedVectorRed(tile::AtomicRMWOp op, const VectorLanes 
     prevVals.push_back(shuffle(v, NVVM::ShflKind::up, 1, loc));
   // Lane 0 gets its own address back, which never continues itself.
   Value prevOk = eq(arith::AddIOp::create(b_, loc, prevAddr, c64(4 * vec)), addr);
-  Value lane = arith::AndIOp::create(b_, loc, tid(), i32c(31, loc));
+  Value lane = laneId(loc);
   Value nextSays = shuffle(arith::ExtUIOp::create(b_, loc, i32, prevOk), NVVM::ShflKind::down, 1, loc);
   Value nextOk = arith::AndIOp::create(
       b_, loc, arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::ne, lane, i32c(31, loc)),

@@ -460,7 +460,7 @@ std::string DotLoopEmitter::wgmmaConstraints() const {
 
 void DotLoopEmitter::emitMmaSyncSteps(SmallVector<Value> &accs, Value i) {
   Type f32 = b_.getF32Type();
-  Value lane = arith::AndIOp::create(b_, loc, kl_.tid(), c32(31));
+  Value lane = kl_.laneId(loc);
   Value warp = arith::ShRUIOp::create(b_, loc, kl_.tid(), c32(5));
   Value rowBase = arith::MulIOp::create(b_, loc, arith::DivUIOp::create(b_, loc, warp, c32(accLay.wn)),
                                         c32(accLay.tm * 16));

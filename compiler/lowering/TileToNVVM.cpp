@@ -58,7 +58,7 @@ ArrayRef<Value> KernelLowering::coords(const Layout &l, int64_t s) {
   if (l.mma) {
     // Slot s: tile (i, j) of the warp, element q of the thread's four.
     int64_t q = s % 4, t = s / 4, i = t / l.tn, j = t % l.tn;
-    Value lane = arith::AndIOp::create(b_, loc, tid_, i32c(31, loc));
+    Value lane = laneId(loc);
     Value warp = arith::ShRUIOp::create(b_, loc, tid_, i32c(5, loc));
     Value wc = arith::RemUIOp::create(b_, loc, warp, i32c(l.wn, loc));
     Value row;
@@ -134,7 +134,7 @@ Value KernelLowering::mmaRow(const Layout &l, int64_t i, int64_t h) {
   OpBuilder::InsertionGuard g(b_);
   b_.setInsertionPointAfter(tid_.getDefiningOp());
   Location loc = src_.getLoc();
-  Value lane = arith::AndIOp::create(b_, loc, tid_, i32c(31, loc));
+  Value lane = laneId(loc);
   Value warp = arith::ShRUIOp::create(b_, loc, tid_, i32c(5, loc));
   Value group = arith::ShRUIOp::create(b_, loc, lane, i32c(2, loc));
   row = arith::AddIOp::create(b_, loc, warpFirstRow(l, warp, loc),
@@ -150,7 +150,7 @@ Value KernelLowering::mmaCol(int64_t j, int64_t q) {
   OpBuilder::InsertionGuard g(b_);
   b_.setInsertionPointAfter(tid_.getDefiningOp());
   Location loc = src_.getLoc();
-  Value lane = arith::AndIOp::create(b_, loc, tid_, i32c(31, loc));
+  Value lane = laneId(loc);
   Value pair = arith::ShLIOp::create(b_, loc, arith::AndIOp::create(b_, loc, lane, i32c(3, loc)),
                                      i32c(1, loc));
   col = arith::AddIOp::create(b_, loc, pair, i32c(j * 8 + q, loc));
@@ -1382,7 +1382,7 @@ bool KernelLowering::lowerDotMma(tile::DotOp op, const Layout &lay, Value aS, Va
   Type ea = at.getElementType();
   Type i16 = b_.getI16Type(), i32 = b_.getI32Type(), f32 = b_.getF32Type();
   SmallVector<Value> accs = materializeIn(op.getAcc(), lay, loc);
-  Value lane = arith::AndIOp::create(b_, loc, tid_, i32c(31, loc));
+  Value lane = laneId(loc);
   Value warp = arith::ShRUIOp::create(b_, loc, tid_, i32c(5, loc));
   Value wc = arith::RemUIOp::create(b_, loc, warp, i32c(lay.wn, loc));
   Value g = arith::ShRUIOp::create(b_, loc, lane, i32c(2, loc));                     // lane / 4
@@ -1680,7 +1680,7 @@ bool KernelLowering::lowerReduce(tile::ReduceOp op) {
       Value warp = arith::ShRUIOp::create(b_, loc, tid_, i32c(5, loc));
       Value lane0 = arith::CmpIOp::create(
           b_, loc, arith::CmpIPredicate::eq,
-          arith::AndIOp::create(b_, loc, tid_, i32c(31, loc)), i32c(0, loc));
+          laneId(loc), i32c(0, loc));
       barrier(loc);
       {
         auto ifOp = makeIf(lane0, false, loc);

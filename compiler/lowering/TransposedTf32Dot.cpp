@@ -38,7 +38,7 @@ SmallVector<Value> DotLoopEmitter::bShiftedFragOffsets(Value gi) {
   SmallVector<Value> offs;
   if (!bRuns)
     return offs;
-  Value lane = arith::AndIOp::create(b_, loc, kl_.tid(), c32(31));
+  Value lane = kl_.laneId(loc);
   Value laneRow = arith::MulIOp::create(b_, loc, arith::AndIOp::create(b_, loc, lane, c32(3)), c32(rawRow));
   Value col0 = swapFragColumn();
   for (int64_t t = 0; t < T; ++t) {
@@ -121,7 +121,7 @@ void DotLoopEmitter::issueSwapWgmmas(Value i, Value fragOff, ArrayRef<Value> shi
 }
 
 Value DotLoopEmitter::swapFragOffset() {
-  Value lane = arith::AndIOp::create(b_, loc, kl_.tid(), c32(31));
+  Value lane = kl_.laneId(loc);
   return arith::AddIOp::create(
       b_, loc,
       arith::MulIOp::create(b_, loc, arith::AndIOp::create(b_, loc, lane, c32(3)), c32(rawRow)),
@@ -129,7 +129,7 @@ Value DotLoopEmitter::swapFragOffset() {
 }
 
 Value DotLoopEmitter::swapFragColumn() {
-  Value lane = arith::AndIOp::create(b_, loc, kl_.tid(), c32(31));
+  Value lane = kl_.laneId(loc);
   Value warp = arith::ShRUIOp::create(b_, loc, kl_.tid(), c32(5));
   return arith::AddIOp::create(
       b_, loc,

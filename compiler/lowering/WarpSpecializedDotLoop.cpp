@@ -127,7 +127,7 @@ bool DotLoopEmitter::wsProducer(Value base) {
 bool DotLoopEmitter::wsConsumer(ValueRange acc0, SmallVector<Value> &accs, Value base, bool releaseLast) {
   Value rowBytes = swap ? swapFragOffset() : wgRowBytes();
   Value lane0 = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::eq,
-                                      arith::AndIOp::create(b_, loc, kl_.tid(), c32(31)), c32(0));
+                                      kl_.laneId(loc), c32(0));
   // Lane 0 of each consumer warp releases running iteration g's stage (its
   // wgmmas are complete: the wait before is warp-collective).
   auto release = [&](Value cond, Value g) {
