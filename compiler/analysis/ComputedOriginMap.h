@@ -33,7 +33,8 @@ struct ComputedOriginOperand {
 /// or nothing, with the reason in `whyNot`. The stride must be a positive
 /// compile-time constant whose bytes are a multiple of 16 (a map's row
 /// pitch). Offsets from the base must be non-negative and below 2^31 at run
-/// time; the lowering checks this (a trap, never a silent wrong read).
+/// time; the lowering checks this (a device-side assert, never a silent
+/// wrong read).
 std::optional<ComputedOriginOperand> analyzeComputedOrigin(tile::LoadOp ld, int64_t eb, int64_t boxCols,
                                                            int64_t maxRows, mlir::Block &kernelEntry,
                                                            const AxisInfoAnalysis &axis,

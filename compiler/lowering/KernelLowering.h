@@ -106,6 +106,9 @@ public:
   // ---- what the dot-loop emitter (DotLoopEmitter.h) uses ----
   /// The thread index (i32), computed once at the kernel's entry.
   Value tid() const { return tid_; }
+  /// Stops the kernel with a device-side assert (`message`, the file and
+  /// line of `loc`, the kernel's name) where `failed` (i1) is true.
+  void assertFailIf(Value failed, const std::string &message, Location loc);
   /// The thread's lane in its warp (tid & 31), at the builder's position.
   Value laneId(Location loc) { return arith::AndIOp::create(b_, loc, tid_, i32c(31, loc)); }
   /// Threads of the num_warps warps (producer warps not counted).

@@ -1215,11 +1215,29 @@ bool KernelLowering::lowerInlineAsm(tile::InlineAsmOp op) {
 }
 
 // device_assert: every slot's condition, and when one is false a call to
-// __assertfail (a PTX system call, like vprintf) with the message, the
-// source file and line and the kernel's name: the kernel stops and the next
-// synchronization reports a device-side assert.
+// __assertfail (assertFailIf).
 bool KernelLowering::lowerAssert(tile::AssertOp op) {
   Location loc = op.getLoc();
+  Value ok;
+  if (auto rt = dyn_cast<RankedTensorType>(op.getCond().getType())) {
+    Layout lay = layoutOfValue(op.getCond());
+    for (int64_t s = 0; s < lay.slots(); ++s) {
+      Value c = atSlot(op.getCond(), lay, s, loc);
+      ok = ok ? Value(arith::AndIOp::create(b_, loc, ok, c)) : c;
+    }
+  } else {
+    ok = scalarOf(op.getCond());
+  }
+  Value failed = arith::XOrIOp::create(
+      b_, loc, ok, arith::ConstantOp::create(b_, loc, b_.getBoolAttr(true)));
+  assertFailIf(failed, op.getMessage().empty() ? "device_assert" : op.getMessage().str(), loc);
+  return true;
+}
+
+// A call to __assertfail (a PTX system call, like vprintf) with the message,
+// the source file and line and the kernel's name: the kernel stops and the
+// next synchronization reports a device-side assert.
+void KernelLowering::assertFailIf(Value failed, const std::string &message, Location loc) {
   auto ptr0 = LLVM::LLVMPointerType::get(b_.getContext());
   std::string file = "<unknown>";
   unsigned line = 0;
@@ -1238,7 +1256,7 @@ bool KernelLowering::lowerAssert(tile::AssertOp op) {
                            b_.getStringAttr(text));
     return sym;
   };
-  std::string msgSym = global("msg", op.getMessage().empty() ? "device_assert" : op.getMessage().str());
+  std::string msgSym = global("msg", message);
   std::string fileSym = global("file", file), funcSym = global("func", dst_.getName().str());
   {
     OpBuilder::InsertionGuard g(b_);
@@ -1249,18 +1267,6 @@ bool KernelLowering::lowerAssert(tile::AssertOp op) {
           LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(b_.getContext()),
                                       {ptr0, ptr0, b_.getI32Type(), ptr0, b_.getI64Type()}));
   }
-  Value ok;
-  if (auto rt = dyn_cast<RankedTensorType>(op.getCond().getType())) {
-    Layout lay = layoutOfValue(op.getCond());
-    for (int64_t s = 0; s < lay.slots(); ++s) {
-      Value c = atSlot(op.getCond(), lay, s, loc);
-      ok = ok ? Value(arith::AndIOp::create(b_, loc, ok, c)) : c;
-    }
-  } else {
-    ok = scalarOf(op.getCond());
-  }
-  Value failed = arith::XOrIOp::create(
-      b_, loc, ok, arith::ConstantOp::create(b_, loc, b_.getBoolAttr(true)));
   auto ifOp = makeIf(failed, false, loc);
   OpBuilder::InsertionGuard g(b_);
   b_.setInsertionPoint(ifOp.thenBlock()->getTerminator());
@@ -1270,7 +1276,6 @@ bool KernelLowering::lowerAssert(tile::AssertOp op) {
   LLVM::CallOp::create(b_, loc, TypeRange{}, "__assertfail",
                        ValueRange{msg, fileP, i32c(int64_t(line), loc), funcP,
                                   arith::ConstantOp::create(b_, loc, b_.getI64IntegerAttr(1))});
-  return true;
 }
 
 bool KernelLowering::lowerPrint(tile::PrintOp op) {

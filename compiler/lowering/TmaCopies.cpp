@@ -75,7 +75,7 @@ DotLoopEmitter::computedOriginFor(tile::LoadOp ld, int64_t rows, int64_t width, 
   }
   // Rows `stride` apart and `stride + boxCols - 1` wide overlap, so a box
   // may start at any column below the stride; the rows reach every offset
-  // below 2^31 (the lowering traps on others). The map reads nothing but
+  // below 2^31 (others stop the kernel with a device-side assert). The map reads nothing but
   // the boxes, which hold the tile's own elements.
   TensorMapOperand m;
   m.pointerArg = c->pointerArg;
@@ -182,8 +182,10 @@ void DotLoopEmitter::issueComputedOriginBoxes(const TmaOperand &t, tile::LoadOp 
       // An offset outside [0, 2^31) has no coordinates in the map: stop the
       // kernel rather than read zeros where the program reads memory.
       Value outside = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::uge, off, c64(int64_t(1) << 31));
-      asmCall({}, {arith::ExtUIOp::create(b_, loc, i32, outside)},
-              "{\n.reg .pred p;\nsetp.ne.b32 p, $0, 0;\n@p trap;\n}", "r,~{memory}");
+      kl_.assertFailIf(outside,
+                       "a TMA box of this load starts outside [0, 2^31) elements of pointer argument #" +
+                           std::to_string(t.map.pointerArg) + " (0-based; a computed origin)",
+                       ld.getLoc());
       Value off32 = arith::TruncIOp::create(b_, loc, i32, off);
       issueBox(t,
                arith::AddIOp::create(b_, loc, stage,

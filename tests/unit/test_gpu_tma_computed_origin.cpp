@@ -3,8 +3,9 @@
 // on sm_90a TMA copies it from coordinates the producer computes (lit
 // lowering/tma_computed_origin.tile). Checked on ragged shapes against fp64,
 // in the interpreter and on the GPU (which skips visibly without one). An
-// offset outside [0, 2^31) traps on the GPU; that path is not run here, as a
-// trap ends the process's CUDA context.
+// offset outside [0, 2^31) stops the kernel with a device-side assert; that
+// path is not run here, as the assert leaves the process's CUDA context
+// unusable.
 #include "GpuTestSupport.h"
 #include "MatmulTestSupport.h"
 #include "TestSupport.h"
