@@ -68,8 +68,9 @@ DotLoopEmitter::computedOriginFor(tile::LoadOp ld, int64_t rows, int64_t width, 
       ld, eb, boxCols, std::min<int64_t>(rows, 256), kl_.source().getBody().front(), kl_.axis(), why);
   if (!c)
     return std::nullopt;
-  // Each box starts a swizzle atom (8 rows of `width` bytes, 1024-aligned).
-  if (rows % c->groupRows || (c->groupRows * width) % 1024) {
+  // Each box starts a swizzle atom (8 rows of `width` bytes, 1024-aligned);
+  // the groups divide the rows (analyzeComputedOrigin).
+  if ((c->groupRows * width) % 1024) {
     why = "row groups of " + std::to_string(c->groupRows) + " do not fill whole swizzle atoms";
     return std::nullopt;
   }
