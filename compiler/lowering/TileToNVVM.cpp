@@ -1856,6 +1856,22 @@ SmallVector<std::optional<Layout>> KernelLowering::carriedLayouts(scf::ForOp op)
 
 Value KernelLowering::packHalves(Value lo, Value hi, Location loc) {
   Type i16 = b_.getI16Type(), i32 = b_.getI32Type();
+  // Two f32 values rounded to 16 bits: one cvt.rn.{f16,bf16}x2.f32 (its
+  // first operand lands in the high half) instead of two cvts and a permute.
+  auto fromF32 = [](Value v) {
+    auto t = v.getDefiningOp<arith::TruncFOp>();
+    return t && t.getIn().getType().isF32() && !t.getRoundingmodeAttr() ? t.getIn() : Value();
+  };
+  Value lo32 = fromF32(lo), hi32 = fromF32(hi);
+  if (lo32 && hi32 && lo.getType() == hi.getType() && (lo.getType().isF16() || lo.getType().isBF16())) {
+    auto v2 = VectorType::get({2}, lo.getType());
+    Value pair = LLVM::CallIntrinsicOp::create(
+                     b_, loc, v2,
+                     b_.getStringAttr(lo.getType().isF16() ? "llvm.nvvm.ff2f16x2.rn" : "llvm.nvvm.ff2bf16x2.rn"),
+                     ValueRange{hi32, lo32})
+                     .getResult(0);
+    return LLVM::BitcastOp::create(b_, loc, i32, pair);
+  }
   auto half = [&](Value x) -> Value {
     return arith::ExtUIOp::create(b_, loc, i32, arith::BitcastOp::create(b_, loc, i16, x));
   };
