@@ -20,6 +20,7 @@ import subprocess
 import torch
 
 from peer_timing import loaded_cublas, median_ms, write_results
+from triton_dropout_peer import triton_dropout_ms
 
 ROWS, N, K = 4096, 1024, 8
 
@@ -123,8 +124,14 @@ def main():
                  "tessera_ms": uncapped, "torch_ms": peers["layer_norm_fwd_bwd"],
                  "speedup": peers["layer_norm_fwd_bwd"] / uncapped})
     frac = t["copy_ms"] / t["dropout_ms"]
-    rows.append({"op": "dropout", "n": 1 << 26, "tessera_ms": t["dropout_ms"], "copy_ms": t["copy_ms"],
-                 "of_copy": frac})
+    row = {"op": "dropout", "n": 1 << 26, "tessera_ms": t["dropout_ms"], "copy_ms": t["copy_ms"], "of_copy": frac}
+    # Triton's own kernel for the tutorial on this GPU (a figure, not a target).
+    tri = triton_dropout_ms()
+    if tri:
+        row.update(tri)
+        row["triton_of_copy"] = tri["torch_copy_ms"] / tri["triton_dropout_ms"]
+        row["vs_triton"] = tri["triton_dropout_ms"] / t["dropout_ms"]
+    rows.append(row)
     targets.append({"name": "low-memory dropout tutorial (rand), 2^26 f32, fraction of device-to-device copy bandwidth",
                     "measured": round(frac, 4), "target": 0.85, "better": "higher", "met": frac >= 0.85})
     # kernels_dsl/basics/dropout.tile with RAND4X (one Philox call per four elements; a
@@ -173,7 +180,9 @@ def main():
     note = ("Issue 15. bench/tutorials_bench.cpp: row operations one program per row (cumsum Hillis-Steele, "
             "sort and topk a bitonic network), the better of 4 and 8 warps, checked against the CPU on 64 rows; "
             "the layer norm and dropout tutorial ports of examples/tutorials at the tutorial's configurations "
-            "(layer norm backward includes zeroing its locks and partials, as the tutorial does). "
+            "(layer norm backward includes zeroing its locks and partials, as the tutorial does); beside the "
+            "dropout row, Triton's own per-element tl.rand kernel for that tutorial and a torch copy, timed in "
+            "this process (bench/triton_dropout_peer.py; figures, not a target). "
             "torch before and after, the faster kept; medians of 7 x 20 launches, L2 not flushed. "
             "The fused attention tutorial port (06) at 4 x 32 heads x N x 64 f16 against torch SDPA's flash "
             "backend: figures only (issue 15 asks for its correctness; its speed targets are issue 16's). "
