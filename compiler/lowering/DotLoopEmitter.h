@@ -430,7 +430,6 @@ private:
   // The parity of j's use of its slot; the phase before the first counts as complete
   // with parity 1, so a producer's first wait on `empty` passes at once.
   Value parityOf(Value j, int64_t bias);
-  void mbarWait(Value bar, Value parity);
 
   // The warp-specialized loop: barriers set up by thread 0 before the
   // block-wide barrier, then the producer warpgroup (threads past the

@@ -257,6 +257,16 @@ public:
                                      LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
                                      ArrayAttr());
   }
+  /// Spins until the mbarrier at shared address `bar` (i32) has completed
+  /// the phase of parity `parity` (a fresh barrier counts its phase before
+  /// the first as complete: parity 1 passes at once).
+  void mbarrierWait(Value bar, Value parity, Location loc) {
+    sideEffectAsm({}, {bar, parity},
+                  "{\n.reg .pred p;\nWAIT_${:uid}:\n"
+                  "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n"
+                  "@!p bra.uni WAIT_${:uid};\n}",
+                  "r,r,~{memory}", loc);
+  }
   void barrier(Location loc) {
     if (!barrierThreads_) {
       NVVM::Barrier0Op::create(b_, loc);

@@ -36,6 +36,7 @@
 #include "analysis/WrittenParams.h"
 
 #include "mlir/IR/Matchers.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace tessera::lowering::detail {
@@ -328,7 +329,22 @@ public:
       total += a.bytes;
     for (const Staged &bs : bStaged)
       total += bs.bytes;
-    return total;
+    return total + (pingPong() ? 16 * S : 0); // a full and an empty mbarrier a stage
+  }
+
+  /// Two consumer warpgroups take turns on the tensor cores (FA3's ping-pong):
+  /// each issues S_j and P V of j - 1 only after the other has issued its
+  /// pair, so one warpgroup's softmax runs under the other's products. The
+  /// stages are then tracked by mbarriers (a `full` one completed by every
+  /// thread's cp.async, an `empty` one by every warp once its products read
+  /// the stage) instead of a block barrier an iteration, which would keep the
+  /// warpgroups in step. Needs the overlapped order.
+  bool pingPong() const {
+    return twoWarpgroups() && const_cast<StagedDotLoopEmitter *>(this)->planOverlap().has_value();
+  }
+  // Two consumer warpgroups of 64 rows each (8 warps, 128-row blocks).
+  bool twoWarpgroups() const {
+    return opts_.numWarps == 8 && !m_.dots.empty() && m_.dots[0].M == 128;
   }
 
   bool emit();
@@ -373,7 +389,40 @@ private:
   void stageRegistersB(size_t i);
   // Lowers the staged loads' address arithmetic for iteration j (i32) and
   // issues their copies into their slots, when j < n.
-  bool issueIteration(Value j);
+  bool issueIteration(Value j, Value fullBar = Value());
+  // Ping-pong: stage `slot`'s full (0) or empty (1) mbarrier.
+  Value mbar(int which, Value slotIndex) {
+    return add(add(base, c32(barsAt + which * 8 * S)), arith::MulIOp::create(b_, loc, slotIndex, c32(8)));
+  }
+  Value slotIndex(Value j) { return arith::RemUIOp::create(b_, loc, j, c32(S)); }
+  Value parity(Value j, int64_t bias) {
+    return arith::AndIOp::create(b_, loc, add(arith::DivUIOp::create(b_, loc, j, c32(S)), c32(bias)), c32(1));
+  }
+  int64_t barsAt = 0;
+  // The rings, then the staged operands, then (ping-pong) the mbarriers, at
+  // their offsets in the loop's buffer.
+  void placeBuffers();
+  // Iterations 0 .. ahead-1 in flight before the loop.
+  bool issueAhead(int64_t ahead, bool pp);
+  // This thread's warpgroup (0 or 1) and the named barriers it waits on
+  // (2 + warpgroup) and arrives on (the other's) around its products.
+  Value wg, ownTurn, otherTurn;
+  // Ping-pong's set-up (the mbarriers, after the buffer's barrier), its
+  // start (Q visible to every wgmma; warpgroup 0 goes first), the release
+  // of iteration it - 1's stage once its P V has landed, and the end
+  // (warpgroup 0's last turn; the mbarriers invalidated).
+  void initPingPong();
+  void startPingPong();
+  void releaseStage(Value it);
+  void finishPingPong();
+  // Runs `body` in an scf.if on `cond` (at the current point).
+  void inIf(Value cond, const std::function<void()> &body) {
+    scf::IfOp ifOp = kl_.makeIf(cond, false, loc);
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointToStart(ifOp.thenBlock());
+    body();
+  }
+  Value eq(Value a, int64_t v) { return arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::eq, a, c32(v)); }
   Value slot(size_t ring, Value j);
   // The wgmmas of dot i on iteration `iter`'s stage; binds its result.
   bool emitDot(size_t i, Value iter);
@@ -450,7 +499,8 @@ std::string StagedDotLoopEmitter::summary() {
          (notes.empty() ? "" : " (" + notes + ")") +
          " copied " + (allAsync ? "by cp.async " : "") + std::to_string(overlapped ? S - 2 : S - 1) + " iterations ahead (" +
          std::to_string(S) + " stages)" +
-         (overlapped ? "; the second product overlaps the next iteration's softmax" : "");
+         (overlapped ? "; the second product overlaps the next iteration's softmax" : "") +
+         (pingPong() ? "; two warpgroups take turns on the tensor cores (stages tracked by mbarriers)" : "");
 }
 
 Value StagedDotLoopEmitter::slot(size_t ring, Value j) {
@@ -499,11 +549,30 @@ void StagedDotLoopEmitter::stageRegistersB(size_t i) {
   kl_.barrier(loc);
 }
 
-bool StagedDotLoopEmitter::issueIteration(Value j) {
+bool StagedDotLoopEmitter::issueIteration(Value j, Value fullBar) {
   Value cond = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::slt, j, trips.n);
   scf::IfOp ifOp = kl_.makeIf(cond, false, loc);
   OpBuilder::InsertionGuard g(b_);
   b_.setInsertionPointToStart(ifOp.thenBlock());
+  // Ping-pong: the slot's previous iteration released by every warp first
+  // (at once for a slot's first use), then this thread's copies complete
+  // one arrival on its `full` barrier.
+  if (fullBar)
+    kl_.mbarrierWait(mbar(1, slotIndex(j)), parity(j, 1), loc);
+  // Issued in the middle of the body (ping-pong), the iteration's own
+  // bindings of what is rebound here come back afterwards.
+  SmallVector<std::pair<Value, Lowered>> saved;
+  auto save = [&](Value v) { saved.push_back({v, vals_[v]}); };
+  save(op_.getInductionVar());
+  for (const auto &a : advances)
+    save(op_.getRegionIterArgs()[a.index]);
+  for (Operation *o : m_.addressOps)
+    for (Value r : o->getResults())
+      save(r);
+  llvm::scope_exit restore([&] {
+    for (auto &[v, l] : saved)
+      vals_[v] = l;
+  });
   vals_.pushScope();
   kl_.bindScalar(op_.getInductionVar(), kl_.inductionAt(trips, j, loc));
   bindAdvances(op_.getRegionIterArgs(), j);
@@ -519,8 +588,11 @@ bool StagedDotLoopEmitter::issueIteration(Value j) {
                           l.transposed);
   }
   vals_.popScope();
+  if (ok && fullBar)
+    asmCall({}, {fullBar}, "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];", "r,~{memory}");
   return ok;
 }
+
 
 Value StagedDotLoopEmitter::desc(Value addr, int64_t high) {
   return smemDescriptor(b_, loc, addr, high);
@@ -655,13 +727,15 @@ std::optional<StagedDotLoopEmitter::Overlap> StagedDotLoopEmitter::planOverlap()
       !first.dot->isBeforeInBlock(second.dot))
     return std::nullopt;
   // While the softmax runs, a thread holds S, the accumulator and P at once.
-  // Beyond 128 registers of them the overlap costs more than it hides (head
-  // dim 128 in 128 x 128 blocks: 160, 9% slower on an H200); at head dim 64
-  // (128 or fewer) it was 1-3% faster (bench/NOTES.md, session 17).
+  // Beyond 128 registers of them the overlap alone costs more than it hides
+  // (head dim 128 in 128 x 128 blocks: 160, 1-4% slower on an H200); at head
+  // dim 64 (128 or fewer) it was 1-3% faster (bench/NOTES.md, sessions 17
+  // and 28). With two warpgroups taking turns (pingPong) it is what lets one
+  // warpgroup's products run under the other's softmax: 11-13% faster at 160.
   int64_t live = wgmmaAccLayout(first.M, first.N, opts_.numWarps).slots() +
                  wgmmaAccLayout(second.M, second.N, opts_.numWarps).slots() +
                  wgmmaAccLayout(second.M, second.K, opts_.numWarps).slots() / 2;
-  if (live > 128)
+  if (live > (twoWarpgroups() ? 160 : 128))
     return std::nullopt;
   Block *body = op_.getBody();
   if (llvm::any_of(*body, [](Operation &o) { return isa<tile::AtomicRMWOp>(o); }))
@@ -683,6 +757,74 @@ std::optional<StagedDotLoopEmitter::Overlap> StagedDotLoopEmitter::planOverlap()
   return ov;
 }
 
+void StagedDotLoopEmitter::placeBuffers() {
+  int64_t at = 0;
+  for (Ring &r : rings) {
+    r.offset = at;
+    at += S * r.bytes;
+  }
+  for (SmallVector<Staged> *list : {&aStaged, &bStaged})
+    for (Staged &a : *list)
+      if (a.bytes) {
+        a.offset = at;
+        at += a.bytes;
+      }
+  barsAt = at;
+}
+
+bool StagedDotLoopEmitter::issueAhead(int64_t ahead, bool pp) {
+  // One commit group per iteration, even an empty one, so that wait_group
+  // counts iterations (ping-pong: the stages' `full` mbarriers instead).
+  for (int64_t p = 0; p < ahead; ++p) {
+    if (!issueIteration(c32(p), pp ? mbar(0, c32(p % S)) : Value()))
+      return false;
+    if (!pp)
+      asmCall({}, {}, "cp.async.commit_group;", "~{memory}");
+  }
+  if (pp)
+    startPingPong();
+  return true;
+}
+
+void StagedDotLoopEmitter::initPingPong() {
+  wg = arith::DivUIOp::create(b_, loc, kl_.tid(), c32(128));
+  ownTurn = add(wg, c32(2));
+  otherTurn = arith::SubIOp::create(b_, loc, c32(3), wg);
+  inIf(eq(kl_.tid(), 0), [&] {
+    for (int64_t q = 0; q < S; ++q) {
+      asmCall({}, {mbar(0, c32(q)), c32(kl_.threads())}, "mbarrier.init.shared::cta.b64 [$0], $1;",
+              "r,r,~{memory}");
+      asmCall({}, {mbar(1, c32(q)), c32(opts_.numWarps)}, "mbarrier.init.shared::cta.b64 [$0], $1;",
+              "r,r,~{memory}");
+    }
+  });
+  kl_.barrier(loc);
+}
+
+void StagedDotLoopEmitter::startPingPong() {
+  asmCall({}, {}, "fence.proxy.async.shared::cta;", "~{memory}");
+  kl_.barrier(loc);
+  inIf(eq(wg, 1), [&] { asmCall({}, {}, "bar.arrive 2, 256;", "~{memory}"); });
+}
+
+void StagedDotLoopEmitter::releaseStage(Value it) {
+  Value after0 = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::ugt, it, c32(0));
+  inIf(arith::AndIOp::create(b_, loc, eq(kl_.laneId(loc), 0), after0), [&] {
+    asmCall({}, {mbar(1, slotIndex(arith::SubIOp::create(b_, loc, it, c32(1))))},
+            "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}");
+  });
+}
+
+void StagedDotLoopEmitter::finishPingPong() {
+  // Warpgroup 1 arrived once more than warpgroup 0 waited.
+  inIf(eq(wg, 0), [&] { asmCall({}, {}, "bar.sync 2, 256;", "~{memory}"); });
+  kl_.barrier(loc);
+  inIf(eq(kl_.tid(), 0), [&] {
+    for (int64_t q = 0; q < 2 * S; ++q)
+      asmCall({}, {add(base, c32(barsAt + 8 * q))}, "mbarrier.inval.shared::cta.b64 [$0];", "r,~{memory}");
+  });
+}
+
 bool StagedDotLoopEmitter::emit() {
   // An invariant A that the previous loop of this block staged in the same
   // form (FlashAttention's Q, for its second forward loop) is still in shared
@@ -700,20 +842,13 @@ bool StagedDotLoopEmitter::emit() {
   // with what used it before.
   int64_t off = smem_.allocateTemp(bytes(), 1024);
   kl_.barrier(loc);
-  int64_t at = 0;
-  for (Ring &r : rings) {
-    r.offset = at;
-    at += S * r.bytes;
-  }
-  for (SmallVector<Staged> *list : {&aStaged, &bStaged})
-    for (Staged &a : *list)
-      if (a.bytes) {
-        a.offset = at;
-        at += a.bytes;
-      }
+  placeBuffers();
   base = LLVM::PtrToIntOp::create(b_, loc, i32, kl_.smemBase(off, loc));
   trips = kl_.loopTrips(op_, loc);
   std::optional<Overlap> ov = planOverlap();
+  const bool pp = pingPong();
+  if (pp)
+    initPingPong();
   // Copies run `ahead` iterations ahead. Overlapped, one less: iteration j's
   // copies go to the slot of j - 2, as j - 1's second product reads V's slot
   // of j - 1 until iteration j waits for it.
@@ -724,13 +859,8 @@ bool StagedDotLoopEmitter::emit() {
         !(prior[i] && prior[i]->offset == off + aStaged[i].offset &&
           prior[i]->bytes == aStaged[i].bytes))
       stageInvariant(i);
-  // Iterations 0 .. ahead-1 in flight; one commit group per iteration, even
-  // an empty one, so that wait_group counts iterations.
-  for (int64_t p = 0; p < ahead; ++p) {
-    if (!issueIteration(c32(p)))
-      return false;
-    asmCall({}, {}, "cp.async.commit_group;", "~{memory}");
-  }
+  if (!issueAhead(ahead, pp))
+    return false;
 
   // The loop, carrying the source loop's values in their layouts; overlapped,
   // the accumulator before the second product is added (that product is
@@ -780,12 +910,19 @@ bool StagedDotLoopEmitter::emit() {
     // thread, and every warp is done with the slot that the copies of
     // iteration it + ahead overwrite (iteration it - 1's, or it - 2's when
     // overlapped: their wgmmas were waited for).
-    asmCall({}, {}, "cp.async.wait_group " + std::to_string(ahead - 1) + ";", "~{memory}");
-    asmCall({}, {}, "fence.proxy.async.shared::cta;", "~{memory}");
-    kl_.barrier(loc);
-    if (!issueIteration(add(it, c32(ahead))))
-      return false;
-    asmCall({}, {}, "cp.async.commit_group;", "~{memory}");
+    if (pp) {
+      // Every thread's copies of stage `it` have landed (the copies of the
+      // next stages are issued after this warpgroup's products, below).
+      kl_.mbarrierWait(mbar(0, slotIndex(it)), parity(it, 0), loc);
+      asmCall({}, {}, "fence.proxy.async.shared::cta;", "~{memory}");
+    } else {
+      asmCall({}, {}, "cp.async.wait_group " + std::to_string(ahead - 1) + ";", "~{memory}");
+      asmCall({}, {}, "fence.proxy.async.shared::cta;", "~{memory}");
+      kl_.barrier(loc);
+      if (!issueIteration(add(it, c32(ahead))))
+        return false;
+      asmCall({}, {}, "cp.async.commit_group;", "~{memory}");
+    }
     kl_.pushScope();
     kl_.bindScalar(op_.getInductionVar(), kl_.inductionAt(trips, it, loc));
     size_t pos = 0;
@@ -803,6 +940,8 @@ bool StagedDotLoopEmitter::emit() {
       size_t p0 = 0;
       kl_.bindFlat(op_.getRegionIterArgs()[ov->accArg], w, p0, layoutPtr(ov->accArg));
       inFlight.reset();
+      if (pp)
+        releaseStage(it);
     };
     Block &src = *op_.getBody();
     for (Operation &o : src.without_terminator()) {
@@ -815,9 +954,16 @@ bool StagedDotLoopEmitter::emit() {
         // whose tensor-core work overlaps this iteration's softmax.
         StagedDot &first = m_.dots[0];
         Layout sLay = wgmmaAccLayout(first.M, first.N, opts_.numWarps);
-        SmallVector<Value> s = issueDot(0, it, kl_.materializeIn(first.dot.getAcc(), sLay, loc), {},
-                                        isZeroSplat(first.dot.getAcc()));
+        SmallVector<Value> acc0 = kl_.materializeIn(first.dot.getAcc(), sLay, loc);
+        if (pp)
+          asmCall({}, {ownTurn}, "bar.sync $0, 256;", "r,~{memory}");
+        SmallVector<Value> s = issueDot(0, it, acc0, {}, isZeroSplat(first.dot.getAcc()));
         inFlight = secondProduct(it, args, /*wait=*/false);
+        if (pp) {
+          asmCall({}, {otherTurn}, "bar.arrive $0, 256;", "r,~{memory}");
+          if (!issueIteration(add(it, c32(ahead)), mbar(0, slotIndex(add(it, c32(ahead))))))
+            ok = false;
+        }
         bindProduct(0, waitGroup(s, 1));
       } else if (dot && ov && dot == m_.dots[1].dot) {
         if (inFlight)
@@ -854,7 +1000,11 @@ bool StagedDotLoopEmitter::emit() {
   SmallVector<Value> lastAcc; // overlapped: the last iteration's second product
   if (ov)
     lastAcc = secondProduct(trips.n, results, /*wait=*/true);
-  asmCall({}, {}, "cp.async.wait_group 0;", "~{memory}");
+  if (pp) {
+    finishPingPong();
+  } else {
+    asmCall({}, {}, "cp.async.wait_group 0;", "~{memory}");
+  }
   smem_.releaseTemp(off, bytes());
   for (size_t i = 0; i < m_.dots.size(); ++i)
     if (m_.dots[i].invariantA)

@@ -18,14 +18,6 @@ Value DotLoopEmitter::parityOf(Value j, int64_t bias) {
       c32(1));
 }
 
-void DotLoopEmitter::mbarWait(Value bar, Value parity) {
-  asmCall({}, {bar, parity},
-          "{\n.reg .pred p;\nWAIT_${:uid}:\n"
-          "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n"
-          "@!p bra.uni WAIT_${:uid};\n}",
-          "r,r,~{memory}");
-}
-
 bool DotLoopEmitter::emitWarpSpecialized(ValueRange acc0, SmallVector<Value> &accs) {
   wsSetup();
   {
@@ -95,7 +87,7 @@ bool DotLoopEmitter::wsProducer(Value base) {
   Value gj = arith::AddIOp::create(b_, loc, base, j);
   ptid = arith::SubIOp::create(b_, loc, kl_.tid(), c32(kl_.threads()));
   Value slot = slotOf(gj);
-  mbarWait(mbar(1, slot), parityOf(gj, 1));
+  kl_.mbarrierWait(mbar(1, slot), parityOf(gj, 1), loc);
   if (anyTma() && !anyCpAsync()) {
     if (!issueTma(j, gj, mbar(0, slot)))
       return false;
@@ -138,7 +130,7 @@ bool DotLoopEmitter::wsConsumer(ValueRange acc0, SmallVector<Value> &accs, Value
   };
   bool ok = emitUnrolledLoop(acc0, accs, [&](Value i, SmallVector<Value> &a) {
     Value gi = arith::AddIOp::create(b_, loc, base, i);
-    mbarWait(mbar(0, slotOf(gi)), parityOf(gi, 0));
+    kl_.mbarrierWait(mbar(0, slotOf(gi)), parityOf(gi, 0), loc);
     // cp.async copies are generic-proxy writes; wgmma reads through the
     // async proxy (TMA writes through it already).
     if (anyCpAsync())
