@@ -339,16 +339,18 @@ bool StagedDotLoopEmitter::issueIteration(Value j, Value fullBar) {
   // one arrival on its `full` barrier.
   if (fullBar)
     kl_.mbarrierWait(mbar(1, slotIndex(j)), parity(j, 1), loc);
-  // Issued in the middle of the body (ping-pong), the iteration's own
+  // Ping-pong issues them in the middle of the body: the iteration's own
   // bindings of what is rebound here come back afterwards.
   SmallVector<std::pair<Value, Lowered>> saved;
   auto save = [&](Value v) { saved.push_back({v, vals_[v]}); };
-  save(op_.getInductionVar());
-  for (const auto &a : advances)
-    save(op_.getRegionIterArgs()[a.index]);
-  for (Operation *o : m_.addressOps)
-    for (Value r : o->getResults())
-      save(r);
+  if (fullBar) {
+    save(op_.getInductionVar());
+    for (const auto &a : advances)
+      save(op_.getRegionIterArgs()[a.index]);
+    for (Operation *o : m_.addressOps)
+      for (Value r : o->getResults())
+        save(r);
+  }
   llvm::scope_exit restore([&] {
     for (auto &[v, l] : saved)
       vals_[v] = l;
