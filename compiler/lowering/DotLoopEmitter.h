@@ -37,6 +37,16 @@ inline Value smemDescriptor(OpBuilder &b, Location loc, Value addr, int64_t high
                               arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(high)));
 }
 
+/// The parity of running iteration j's use of its slot in a ring of S
+/// stages, for an mbarrier wait; bias 1 takes the phase before the first as
+/// complete, so a producer's first wait on `empty` passes at once.
+inline Value stageParity(OpBuilder &b, Location loc, Value j, int64_t S, int64_t bias) {
+  Type i32 = b.getI32Type();
+  auto c = [&](int64_t v) { return arith::ConstantOp::create(b, loc, b.getIntegerAttr(i32, v)); };
+  return arith::AndIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, arith::DivUIOp::create(b, loc, j, c(S)), c(bias)), c(1));
+}
+
 /// Emits the software pipeline for one matched loop: construct it for a stage
 /// count and path, ask applies(), then emit().
 class DotLoopEmitter {
@@ -427,9 +437,7 @@ private:
   // mbarrier `which` (0 full, 1 empty) of stage slot `slot` (i32).
   Value mbar(int which, Value slot);
   Value slotOf(Value j) { return arith::RemUIOp::create(b_, loc, j, c32(S)); }
-  // The parity of j's use of its slot; the phase before the first counts as complete
-  // with parity 1, so a producer's first wait on `empty` passes at once.
-  Value parityOf(Value j, int64_t bias);
+  Value parityOf(Value j, int64_t bias) { return stageParity(b_, loc, j, S, bias); }
 
   // The warp-specialized loop: barriers set up by thread 0 before the
   // block-wide barrier, then the producer warpgroup (threads past the

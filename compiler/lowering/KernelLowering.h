@@ -267,6 +267,14 @@ public:
                   "@!p bra.uni WAIT_${:uid};\n}",
                   "r,r,~{memory}", loc);
   }
+  /// Initializes the mbarrier at shared address `bar` (i32) to expect
+  /// `count` arrivals a phase, and arrives on it.
+  void mbarrierInit(Value bar, int64_t count, Location loc) {
+    sideEffectAsm({}, {bar, i32c(count, loc)}, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}", loc);
+  }
+  void mbarrierArrive(Value bar, Location loc) {
+    sideEffectAsm({}, {bar}, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}", loc);
+  }
   void barrier(Location loc) {
     if (!barrierThreads_) {
       NVVM::Barrier0Op::create(b_, loc);

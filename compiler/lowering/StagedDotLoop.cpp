@@ -495,7 +495,7 @@ bool StagedDotLoopEmitter::emitDot(size_t i, Value iter) {
   return true;
 }
 
-std::optional<StagedDotLoopEmitter::Overlap> StagedDotLoopEmitter::planOverlap() {
+std::optional<StagedDotLoopEmitter::Overlap> StagedDotLoopEmitter::planOverlap() const {
   if (S < 3 || m_.dots.size() != 2)
     return std::nullopt;
   StagedDot &first = m_.dots[0], &second = m_.dots[1];
@@ -513,7 +513,8 @@ std::optional<StagedDotLoopEmitter::Overlap> StagedDotLoopEmitter::planOverlap()
                  wgmmaAccLayout(second.M, second.K, opts_.numWarps).slots() / 2;
   if (live > (twoWarpgroups() ? 160 : 128))
     return std::nullopt;
-  Block *body = op_.getBody();
+  scf::ForOp loop = op_; // a handle: its accessors are not const
+  Block *body = loop.getBody();
   if (llvm::any_of(*body, [](Operation &o) { return isa<tile::AtomicRMWOp>(o); }))
     return std::nullopt;
   // The second product goes only to the next iteration, as its accumulator.
@@ -522,7 +523,7 @@ std::optional<StagedDotLoopEmitter::Overlap> StagedDotLoopEmitter::planOverlap()
     return std::nullopt;
   Overlap ov;
   ov.accArg = r.use_begin()->getOperandNumber();
-  Value acc = op_.getRegionIterArgs()[ov.accArg];
+  Value acc = loop.getRegionIterArgs()[ov.accArg];
   // That accumulator is complete only after the first product is issued.
   for (Operation &o : *body) {
     if (&o == first.dot.getOperation())
@@ -698,8 +699,8 @@ bool StagedDotLoopEmitter::emit() {
         inFlight = secondProduct(it, args, /*wait=*/false);
         if (pp) {
           asmCall({}, {otherTurn}, "bar.arrive $0, 256;", "r,~{memory}");
-          if (!issueIteration(add(it, c32(ahead)), mbar(0, slotIndex(add(it, c32(ahead))))))
-            ok = false;
+          Value next = add(it, c32(ahead));
+          ok = issueIteration(next, mbar(0, slotIndex(next)));
         }
         bindProduct(0, waitGroup(s, 1));
       } else if (dot && ov && dot == m_.dots[1].dot) {

@@ -109,7 +109,7 @@ public:
   /// the stage) instead of a block barrier an iteration, which would keep the
   /// warpgroups in step. Needs the overlapped order.
   bool pingPong() const {
-    return twoWarpgroups() && const_cast<StagedDotLoopEmitter *>(this)->planOverlap().has_value();
+    return twoWarpgroups() && planOverlap().has_value();
   }
   // Two consumer warpgroups of 64 rows each (8 warps, 128-row blocks).
   bool twoWarpgroups() const {
@@ -128,7 +128,7 @@ public:
   struct Overlap {
     unsigned accArg = 0; // the iter arg that the second product accumulates
   };
-  std::optional<Overlap> planOverlap();
+  std::optional<Overlap> planOverlap() const;
 
 private:
   struct Ring {
@@ -164,9 +164,7 @@ private:
     return add(add(base, c32(barsAt + which * 8 * S)), arith::MulIOp::create(b_, loc, slotIndex, c32(8)));
   }
   Value slotIndex(Value j) { return arith::RemUIOp::create(b_, loc, j, c32(S)); }
-  Value parity(Value j, int64_t bias) {
-    return arith::AndIOp::create(b_, loc, add(arith::DivUIOp::create(b_, loc, j, c32(S)), c32(bias)), c32(1));
-  }
+  Value parity(Value j, int64_t bias) { return stageParity(b_, loc, j, S, bias); }
   int64_t barsAt = 0;
   // The rings, then the staged operands, then (ping-pong) the mbarriers, at
   // their offsets in the loop's buffer.

@@ -11,10 +11,8 @@ void StagedDotLoopEmitter::initPingPong() {
   otherTurn = arith::SubIOp::create(b_, loc, c32(3), wg);
   inIf(eq(kl_.tid(), 0), [&] {
     for (int64_t q = 0; q < S; ++q) {
-      asmCall({}, {mbar(0, c32(q)), c32(kl_.threads())}, "mbarrier.init.shared::cta.b64 [$0], $1;",
-              "r,r,~{memory}");
-      asmCall({}, {mbar(1, c32(q)), c32(opts_.numWarps)}, "mbarrier.init.shared::cta.b64 [$0], $1;",
-              "r,r,~{memory}");
+      kl_.mbarrierInit(mbar(0, c32(q)), kl_.threads(), loc);
+      kl_.mbarrierInit(mbar(1, c32(q)), opts_.numWarps, loc);
     }
   });
   kl_.barrier(loc);
@@ -29,8 +27,7 @@ void StagedDotLoopEmitter::startPingPong() {
 void StagedDotLoopEmitter::releaseStage(Value it) {
   Value after0 = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::ugt, it, c32(0));
   inIf(arith::AndIOp::create(b_, loc, eq(kl_.laneId(loc), 0), after0), [&] {
-    asmCall({}, {mbar(1, slotIndex(arith::SubIOp::create(b_, loc, it, c32(1))))},
-            "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}");
+    kl_.mbarrierArrive(mbar(1, slotIndex(arith::SubIOp::create(b_, loc, it, c32(1)))), loc);
   });
 }
 

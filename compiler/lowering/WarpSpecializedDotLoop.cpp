@@ -12,12 +12,6 @@ Value DotLoopEmitter::mbar(int which, Value slot) {
                             arith::MulIOp::create(b_, loc, slot, c32(8))));
 }
 
-Value DotLoopEmitter::parityOf(Value j, int64_t bias) {
-  return arith::AndIOp::create(
-      b_, loc, arith::AddIOp::create(b_, loc, arith::DivUIOp::create(b_, loc, j, c32(S)), c32(bias)),
-      c32(1));
-}
-
 bool DotLoopEmitter::emitWarpSpecialized(ValueRange acc0, SmallVector<Value> &accs) {
   wsSetup();
   {
@@ -58,10 +52,8 @@ void DotLoopEmitter::wsSetup() {
       // `full` completes with the cp.async arrivals of every producer thread
       // and the TMA thread's expect_tx arrival (its bytes landed).
       int64_t fullCount = (anyCpAsync() ? P : 0) + (anyTma() ? 1 : 0) + bRuns;
-      asmCall({}, {mbar(0, c32(q)), c32(fullCount)}, "mbarrier.init.shared::cta.b64 [$0], $1;",
-              "r,r,~{memory}");
-      asmCall({}, {mbar(1, c32(q)), c32(opts_.numWarps)}, "mbarrier.init.shared::cta.b64 [$0], $1;",
-              "r,r,~{memory}");
+      kl_.mbarrierInit(mbar(0, c32(q)), fullCount, loc);
+      kl_.mbarrierInit(mbar(1, c32(q)), opts_.numWarps, loc);
     }
   }
   kl_.barrier(loc);
@@ -126,7 +118,7 @@ bool DotLoopEmitter::wsConsumer(ValueRange acc0, SmallVector<Value> &accs, Value
     scf::IfOp rel = kl_.makeIf(arith::AndIOp::create(b_, loc, cond, lane0), false, loc);
     OpBuilder::InsertionGuard ig(b_);
     b_.setInsertionPointToStart(rel.thenBlock());
-    asmCall({}, {mbar(1, slotOf(g))}, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}");
+    kl_.mbarrierArrive(mbar(1, slotOf(g)), loc);
   };
   bool ok = emitUnrolledLoop(acc0, accs, [&](Value i, SmallVector<Value> &a) {
     Value gi = arith::AddIOp::create(b_, loc, base, i);
