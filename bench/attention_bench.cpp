@@ -10,7 +10,7 @@
 // bwd: preprocessing + flash_attn_bwd (dQ in a second pass); bwd_atomic: zeroing
 // dQ^T, preprocessing, flash_attn_bwd_atomic and flash_attn_bwd_dq.
 //
-//   attention_bench [--quick] [--dtype f16|bf16]   (--quick: N = 1024 only)
+//   attention_bench [--quick] [--dtype f16|bf16] [--head-dim 64|128]   (--quick: N = 1024 only)
 // Correctness is examples/flash_attention.cpp's job; this only times.
 #include "BenchTiming.h"
 
@@ -100,13 +100,16 @@ template <class T> void time(Context &ctx, int32_t N, int32_t D, bool causal, co
 int main(int argc, char **argv) {
   bool quick = false;
   std::string only; // --dtype f16|bf16: that half of the cases
+  int32_t onlyD = 0;  // --head-dim 64|128: that half
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0)
       quick = true;
     else if (std::strcmp(argv[i], "--dtype") == 0 && i + 1 < argc)
       only = argv[++i];
+    else if (std::strcmp(argv[i], "--head-dim") == 0 && i + 1 < argc)
+      onlyD = std::atoi(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: attention_bench [--quick] [--dtype f16|bf16]\n");
+      std::fprintf(stderr, "usage: attention_bench [--quick] [--dtype f16|bf16] [--head-dim 64|128]\n");
       return 2;
     }
   }
@@ -119,7 +122,9 @@ int main(int argc, char **argv) {
   for (bool bf : {false, true}) {
     if (!only.empty() && only != (bf ? "bf16" : "f16"))
       continue;
-    for (int32_t D : {64, 128})
+    for (int32_t D : {64, 128}) {
+      if (onlyD != 0 && onlyD != D)
+        continue;
       for (int32_t N : quick ? std::vector<int32_t>{1024} : std::vector<int32_t>{1024, 4096, 16384})
         for (bool causal : {false, true}) {
           std::string key = std::string(bf ? "bf16" : "f16") + "_d" + std::to_string(D) + "_n" +
@@ -129,6 +134,7 @@ int main(int argc, char **argv) {
           else
             time<f16>(ctx, N, D, causal, key, out);
         }
+    }
   }
   std::printf("%s\n", out.dump().c_str());
   return 0;

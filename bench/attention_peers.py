@@ -7,9 +7,10 @@ head dims 64 and 128, N = 1024, 4096, 16384, causal and not, batch x heads = 128
 
     python3 bench/attention_peers.py --bin build/bin/attention_bench --commit $(git rev-parse --short HEAD)
 
-With --dtype f16 (or bf16) only that half of the cases runs (each half fits a 10-minute
-session on the lent GPU); --merge FILE keeps FILE's rows of the other half (each row's
-peer measured in the same run as it) and recomputes the targets over all rows.
+With --dtype f16 (or bf16), or --head-dim 64 (or 128), only those cases run (each half
+fits a 10-minute session on the lent GPU); --merge FILE keeps FILE's rows of the other
+cases (each row's peer measured in the same run as it) and recomputes the targets over all
+rows.
 """
 import argparse
 import json
@@ -26,9 +27,9 @@ def heads_at(n):
     return 128 if n <= 1024 else 64 if n <= 4096 else 32
 
 
-def cases(quick, dtypes=("f16", "bf16")):
+def cases(quick, dtypes=("f16", "bf16"), dims=(64, 128)):
     for dt in dtypes:
-        for d in (64, 128):
+        for d in dims:
             for n in ((1024,) if quick else (1024, 4096, 16384)):
                 for causal in (False, True):
                     yield dt, d, n, causal, f"{dt}_d{d}_n{n}" + ("_causal" if causal else "")
@@ -74,13 +75,16 @@ def main():
     ap.add_argument("--out", default="bench/results/fast_by_default.json")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--dtype", choices=("f16", "bf16"), help="only this half of the cases")
+    ap.add_argument("--head-dim", type=int, choices=(64, 128), help="only this half of the cases")
     ap.add_argument("--merge", help="a results file whose rows of the other cases are kept")
     args = ap.parse_args()
     dtypes = (args.dtype,) if args.dtype else ("f16", "bf16")
-    cmd = [args.bin] + (["--quick"] if args.quick else []) + (["--dtype", args.dtype] if args.dtype else [])
+    dims = (args.head_dim,) if args.head_dim else (64, 128)
+    cmd = [args.bin] + (["--quick"] if args.quick else []) + (["--dtype", args.dtype] if args.dtype else []) \
+        + (["--head-dim", str(args.head_dim)] if args.head_dim else [])
     ours = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1])
     rows = []
-    for dt, d, n, causal, key in cases(args.quick, dtypes):
+    for dt, d, n, causal, key in cases(args.quick, dtypes, dims):
         peer_fwd, peer_fb = sdpa_ms(dt, d, n, causal)
         fwd = ours["fwd_ms"][key]
         # The faster of the two backward forms (dQ in a second pass, dQ by atomics).
@@ -102,11 +106,13 @@ def main():
     if args.merge:
         with open(args.merge) as f:
             old = json.load(f)
-        kept = [r for r in old["rows"] if r["dtype"] not in dtypes]
+        ran = {r["case"] for r in rows}
+        kept = [r for r in old["rows"] if r["case"] not in ran]
         order = [k for _, _, _, _, k in cases(args.quick)]
         rows = sorted(kept + rows, key=lambda r: order.index(r["case"]))
-        merged_note = (f" Rows of {', '.join(sorted({r['dtype'] for r in kept}))} kept from an earlier run "
-                       f"on the same kind of device (their own commit in each row); the targets are over all rows.")
+        merged_note = (f" Rows of {', '.join(sorted({r['dtype'] + ' d' + str(r['head_dim']) for r in kept}))} "
+                       f"kept from an earlier run on the same kind of device (their own commit in each row); "
+                       f"the targets are over all rows.")
     targets = [t for r in rows for t in row_targets(r)]
     gm = math.exp(sum(math.log(r["fwd_vs_sdpa_flash"]) for r in rows) / len(rows))
     targets.append({"name": "flash attention forward, geometric mean over the cases, vs SDPA flash",
