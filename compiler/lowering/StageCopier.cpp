@@ -190,14 +190,21 @@ void StageCopier::copyFourByte(tile::LoadOp ld, Value dst, ArrayRef<Value> c, bo
     wide = arith::ConstantOp::create(b_, loc_, b_.getBoolAttr(true));
   SmallVector<Value> operands{dst, p0, arith::ExtUIOp::create(b_, loc_, i32, wide)};
   operands.append(sizes.begin(), sizes.end());
+  // The whole chunk in one copy under predicate p; else, under `guard`, four
+  // 4-byte copies of sizes $3..$6.
+  const std::string wholeCopy = "@p cp.async.cg.shared.global [$0], [$1], 16;\n";
+  auto fourCopies = [](const std::string &guard) {
+    std::string text;
+    for (int k = 0; k < 4; ++k) {
+      std::string at = k ? "+" + std::to_string(4 * k) : "";
+      text += guard + " cp.async.ca.shared.global [$0" + at + "], [$1" + at + "], 4, $" +
+              std::to_string(3 + k) + ";\n";
+    }
+    return text;
+  };
   if (aligned || !maskWhole) {
     asmCall({}, operands,
-            "{\n.reg .pred p;\nsetp.ne.b32 p, $2, 0;\n"
-            "@p cp.async.cg.shared.global [$0], [$1], 16;\n"
-            "@!p cp.async.ca.shared.global [$0], [$1], 4, $3;\n"
-            "@!p cp.async.ca.shared.global [$0+4], [$1+4], 4, $4;\n"
-            "@!p cp.async.ca.shared.global [$0+8], [$1+8], 4, $5;\n"
-            "@!p cp.async.ca.shared.global [$0+12], [$1+12], 4, $6;\n}",
+            "{\n.reg .pred p;\nsetp.ne.b32 p, $2, 0;\n" + wholeCopy + fourCopies("@!p") + "}",
             "r,l,r,r,r,r,r,~{memory}");
     return;
   }
@@ -212,14 +219,11 @@ void StageCopier::copyFourByte(tile::LoadOp ld, Value dst, ArrayRef<Value> c, bo
   operands.push_back(mk.empty() ? c32(8) : Value(arith::SelectOp::create(b_, loc_, mk[0], c32(8), c32(0))));
   asmCall({}, operands,
           "{\n.reg .pred p, e, np, q, r;\nsetp.ne.b32 p, $2, 0;\nsetp.ne.b32 e, $7, 0;\n"
-          "not.pred np, p;\nand.pred q, e, np;\nnot.pred e, e;\nand.pred r, e, np;\n"
-          "@p cp.async.cg.shared.global [$0], [$1], 16;\n"
-          "@q cp.async.ca.shared.global [$0], [$1], 8, $8;\n"
-          "@q cp.async.ca.shared.global [$0+8], [$1+8], 8, $8;\n"
-          "@r cp.async.ca.shared.global [$0], [$1], 4, $3;\n"
-          "@r cp.async.ca.shared.global [$0+4], [$1+4], 4, $4;\n"
-          "@r cp.async.ca.shared.global [$0+8], [$1+8], 4, $5;\n"
-          "@r cp.async.ca.shared.global [$0+12], [$1+12], 4, $6;\n}",
+          "not.pred np, p;\nand.pred q, e, np;\nnot.pred e, e;\nand.pred r, e, np;\n" +
+              wholeCopy +
+              "@q cp.async.ca.shared.global [$0], [$1], 8, $8;\n"
+              "@q cp.async.ca.shared.global [$0+8], [$1+8], 8, $8;\n" +
+              fourCopies("@r") + "}",
           "r,l,r,r,r,r,r,r,r,~{memory}");
 }
 
