@@ -106,16 +106,18 @@ int main(int argc, char **argv) {
       quick = true;
     else if (std::strcmp(argv[i], "--dtype") == 0 && i + 1 < argc)
       only = argv[++i];
-    else if (std::strcmp(argv[i], "--head-dim") == 0 && i + 1 < argc)
+    else if (std::strcmp(argv[i], "--head-dim") == 0 && i + 1 < argc &&
+             (std::strcmp(argv[i + 1], "64") == 0 || std::strcmp(argv[i + 1], "128") == 0))
       onlyD = std::atoi(argv[++i]);
     else {
       std::fprintf(stderr, "usage: attention_bench [--quick] [--dtype f16|bf16] [--head-dim 64|128]\n");
       return 2;
     }
   }
-  Context ctx;
+  std::string noGpu;
+  Context ctx = Context::gpuOrInterpreter(&noGpu);
   if (ctx.isInterpreter()) {
-    std::fprintf(stderr, "attention_bench: needs a GPU\n");
+    std::fprintf(stderr, "attention_bench: needs a GPU (%s)\n", noGpu.c_str());
     return 1;
   }
   nlohmann::json out = nlohmann::json::object();
