@@ -101,34 +101,24 @@ LogicalResult collectKernels(ModuleOp module, const TargetOptions &options, Kern
 /// CUDA's fast-math intrinsics and Triton, whose libdevice calls run with
 /// __CUDA_FTZ set): rsqrt as rsqrt.approx.ftz.f32, a division marked afn
 /// (fdiv without ieee_rounding) as a * rcp.approx.ftz.f32(b). Without ftz
-/// each takes about five instructions to rescale denormal operands.
-struct RsqrtApproxFtz : OpConversionPattern<math::RsqrtOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(math::RsqrtOp op, OpAdaptor a,
-                                ConversionPatternRewriter &rw) const override {
-    if (!op.getType().isF32())
-      return failure();
-    rw.replaceOpWithNewOp<LLVM::CallIntrinsicOp>(
-        op, op.getType(), rw.getStringAttr("llvm.nvvm.rsqrt.approx.ftz.f"),
-        ValueRange{a.getOperand()});
-    return success();
-  }
-};
-
-/// exp2 as ex2.approx.ftz.f32 (one MUFU.EX2): libdevice's __nv_exp2f is
+/// each takes about five instructions to rescale denormal operands. exp2 as
+/// ex2.approx.ftz.f32 (one MUFU.EX2): libdevice's __nv_exp2f is
 /// ex2.approx.f32 without ftz, four instructions, a quarter of flash
 /// attention's inner loop. Both are within 2 ulp; results below 2^-126 flush.
-struct Exp2ApproxFtz : OpConversionPattern<math::Exp2Op> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(math::Exp2Op op, OpAdaptor a,
+///
+/// A unary f32 op as the one intrinsic named at its registration.
+template <class Op> struct F32ToIntrinsic : OpConversionPattern<Op> {
+  F32ToIntrinsic(const TypeConverter &converter, MLIRContext *ctx, StringRef intrinsic)
+      : OpConversionPattern<Op>(converter, ctx, /*benefit=*/20), intrinsic(intrinsic) {}
+  LogicalResult matchAndRewrite(Op op, typename Op::Adaptor a,
                                 ConversionPatternRewriter &rw) const override {
     if (!op.getType().isF32())
       return failure();
-    rw.replaceOpWithNewOp<LLVM::CallIntrinsicOp>(
-        op, op.getType(), rw.getStringAttr("llvm.nvvm.ex2.approx.ftz.f32"),
-        ValueRange{a.getOperand()});
+    rw.replaceOpWithNewOp<LLVM::CallIntrinsicOp>(op, op.getType(), rw.getStringAttr(intrinsic),
+                                                 ValueRange{a.getOperand()});
     return success();
   }
+  StringRef intrinsic;
 };
 
 struct DivApproxFtz : OpConversionPattern<arith::DivFOp> {
@@ -196,7 +186,9 @@ LogicalResult convertToLLVM(ModuleOp module) {
   // cannot select llvm.exp/log/sin/... itself, and libdevice matches CUDA's
   // accuracy for the rest.
   populateLibDeviceConversionPatterns(converter, patterns, /*benefit=*/10);
-  patterns.add<RsqrtApproxFtz, Exp2ApproxFtz, DivApproxFtz>(converter, ctx, /*benefit=*/20);
+  patterns.add<F32ToIntrinsic<math::RsqrtOp>>(converter, ctx, "llvm.nvvm.rsqrt.approx.ftz.f");
+  patterns.add<F32ToIntrinsic<math::Exp2Op>>(converter, ctx, "llvm.nvvm.ex2.approx.ftz.f32");
+  patterns.add<DivApproxFtz>(converter, ctx, /*benefit=*/20);
   arith::populateArithToLLVMConversionPatterns(converter, patterns);
   populateMathToLLVMConversionPatterns(converter, patterns);
   cf::populateControlFlowToLLVMConversionPatterns(converter, patterns);
