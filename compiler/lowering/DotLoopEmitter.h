@@ -37,6 +37,22 @@ inline Value smemDescriptor(OpBuilder &b, Location loc, Value addr, int64_t high
                               arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(high)));
 }
 
+/// Running iteration j's slot in a ring of S stages.
+inline Value stageSlot(OpBuilder &b, Location loc, Value j, int64_t S) {
+  return arith::RemUIOp::create(b, loc, j, arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(int32_t(S))));
+}
+
+/// The shared address (i32) of a ring's mbarrier `which` (0 full, 1 empty)
+/// of stage `slot`: S of each kind, 8 bytes apart, from `offset` bytes past
+/// `base`.
+inline Value stageMbarrier(OpBuilder &b, Location loc, Value base, int64_t offset, int which, int64_t S,
+                           Value slot) {
+  auto c = [&](int64_t v) { return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(int32_t(v))); };
+  return arith::AddIOp::create(
+      b, loc, base,
+      arith::AddIOp::create(b, loc, c(offset + which * 8 * S), arith::MulIOp::create(b, loc, slot, c(8))));
+}
+
 /// The parity of running iteration j's use of its slot in a ring of S
 /// stages, for an mbarrier wait; bias 1 takes the phase before the first as
 /// complete, so a producer's first wait on `empty` passes at once.
@@ -435,8 +451,8 @@ private:
                         const std::function<bool(Value, SmallVector<Value> &)> &iteration);
 
   // mbarrier `which` (0 full, 1 empty) of stage slot `slot` (i32).
-  Value mbar(int which, Value slot);
-  Value slotOf(Value j) { return arith::RemUIOp::create(b_, loc, j, c32(S)); }
+  Value mbar(int which, Value slot) { return stageMbarrier(b_, loc, smemAddr, totalBytes, which, S, slot); }
+  Value slotOf(Value j) { return stageSlot(b_, loc, j, S); }
   Value parityOf(Value j, int64_t bias) { return stageParity(b_, loc, j, S, bias); }
 
   // The warp-specialized loop: barriers set up by thread 0 before the

@@ -375,7 +375,6 @@ bool StagedDotLoopEmitter::issueIteration(Value j, Value fullBar) {
   return ok;
 }
 
-
 Value StagedDotLoopEmitter::desc(Value addr, int64_t high) {
   return smemDescriptor(b_, loc, addr, high);
 }
@@ -762,7 +761,6 @@ bool StagedDotLoopEmitter::emit() {
   bindAdvances(op_.getResults(), trips.n);
   return true;
 }
-
 
 bool KernelLowering::stagesDotLoop(scf::ForOp op) {
   return matchStagedLoop(op, opts_, target_, axis_).has_value();

@@ -160,10 +160,8 @@ private:
   // issues their copies into their slots, when j < n.
   bool issueIteration(Value j, Value fullBar = Value());
   // Ping-pong: stage `slot`'s full (0) or empty (1) mbarrier.
-  Value mbar(int which, Value slotIndex) {
-    return add(add(base, c32(barsAt + which * 8 * S)), arith::MulIOp::create(b_, loc, slotIndex, c32(8)));
-  }
-  Value slotIndex(Value j) { return arith::RemUIOp::create(b_, loc, j, c32(S)); }
+  Value mbar(int which, Value slotIndex) { return stageMbarrier(b_, loc, base, barsAt, which, S, slotIndex); }
+  Value slotIndex(Value j) { return stageSlot(b_, loc, j, S); }
   Value parity(Value j, int64_t bias) { return stageParity(b_, loc, j, S, bias); }
   int64_t barsAt = 0;
   // The rings, then the staged operands, then (ping-pong) the mbarriers, at

@@ -5,13 +5,6 @@
 
 namespace tessera::lowering::detail {
 
-Value DotLoopEmitter::mbar(int which, Value slot) {
-  return arith::AddIOp::create(
-      b_, loc, smemAddr,
-      arith::AddIOp::create(b_, loc, c32(totalBytes + which * 8 * S),
-                            arith::MulIOp::create(b_, loc, slot, c32(8))));
-}
-
 bool DotLoopEmitter::emitWarpSpecialized(ValueRange acc0, SmallVector<Value> &accs) {
   wsSetup();
   {
