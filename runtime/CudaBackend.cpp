@@ -293,6 +293,15 @@ private:
         !args[size_t(spec.pointerArg)].isPointer)
       throw Error(what + ": argument " + std::to_string(spec.pointerArg) + " is not a pointer");
     DeviceAddress base = args[size_t(spec.pointerArg)].address();
+    // Along dimensions no mask bounds, the compiler proved the copies'
+    // coordinates not negative for arguments that are not (a negative one
+    // would read zeros where the kernel as written reads memory).
+    for (int i : spec.nonNegativeArgs)
+      if (integer(i) < 0)
+        throw Error(what + ": argument " + std::to_string(i) + " is " + std::to_string(integer(i)) +
+                    "; the kernel's TMA copies assume it is not negative (they read along a "
+                    "dimension that no mask bounds). Compile with --no-tma (tma=False) to read "
+                    "memory as the kernel is written");
     // An extent below 1 means the kernel reads nothing through this map
     // (an empty loop); the map itself still needs one.
     int64_t cols = std::max<int64_t>(1, eval(spec.cols)), rows = std::max<int64_t>(1, eval(spec.rows));
@@ -303,23 +312,40 @@ private:
     if (pitch <= 0 || pitch % 16 || pitch >= (int64_t(1) << 40))
       throw Error(what + ": a row pitch of " + std::to_string(pitch) +
                   " bytes; TMA needs a positive multiple of 16 below 2^40");
-    cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)};
-    cuuint64_t strides[1] = {cuuint64_t(pitch)};
-    cuuint32_t box[2] = {cuuint32_t(spec.boxCols), cuuint32_t(spec.boxRows)};
-    cuuint32_t elementStrides[2] = {1, 1};
+    // Outer dimensions (at most three: TMA's rank is five at most).
+    if (spec.outer.size() > TensorMapSpec::kMaxOuter)
+      throw Error(what + ": " + std::to_string(spec.outer.size()) +
+                  " outer dimensions; TMA has room for three past the rows");
+    const cuuint32_t rank = cuuint32_t(2 + spec.outer.size());
+    cuuint64_t dims[5] = {cuuint64_t(cols), cuuint64_t(rows)};
+    cuuint64_t strides[4] = {cuuint64_t(pitch)};
+    for (size_t d = 0; d < spec.outer.size(); ++d) {
+      int64_t extent = std::max<int64_t>(1, eval(spec.outer[d].extent));
+      int64_t stride = eval(spec.outer[d].stride) * spec.elementBytes;
+      if (stride <= 0 || stride % 16 || stride >= (int64_t(1) << 40))
+        throw Error(what + ": a stride of " + std::to_string(stride) + " bytes in dimension " +
+                    std::to_string(d + 2) + "; TMA needs a positive multiple of 16 below 2^40");
+      dims[d + 2] = cuuint64_t(extent);
+      strides[d + 1] = cuuint64_t(stride);
+    }
+    cuuint32_t box[5] = {cuuint32_t(spec.boxCols), cuuint32_t(spec.boxRows), 1, 1, 1};
+    cuuint32_t elementStrides[5] = {1, 1, 1, 1, 1};
     CUtensorMapSwizzle swizzle = spec.swizzleBytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
                                  : spec.swizzleBytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
                                  : spec.swizzleBytes == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
                                                            : CU_TENSOR_MAP_SWIZZLE_NONE;
     CUresult r = api_.cuTensorMapEncodeTiled(
-        &out, CUtensorMapDataType(spec.dataType), 2, reinterpret_cast<void *>(base), dims,
+        &out, CUtensorMapDataType(spec.dataType), rank, reinterpret_cast<void *>(base), dims,
         strides, box, elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS)
-      api_.check(r, what + ": cuTensorMapEncodeTiled failed (" + std::to_string(cols) + " x " +
-                        std::to_string(rows) + " elements, pitch " + std::to_string(pitch) +
-                        " bytes, box " + std::to_string(spec.boxCols) + " x " +
-                        std::to_string(spec.boxRows) + ")");
+    if (r != CUDA_SUCCESS) {
+      std::string shape = std::to_string(cols) + " x " + std::to_string(rows);
+      for (size_t d = 2; d < rank; ++d)
+        shape += " x " + std::to_string(dims[d]);
+      api_.check(r, what + ": cuTensorMapEncodeTiled failed (" + shape + " elements, pitch " +
+                        std::to_string(pitch) + " bytes, box " + std::to_string(spec.boxCols) +
+                        " x " + std::to_string(spec.boxRows) + ")");
+    }
   }
 
   int attribute(CUdevice_attribute a, const char *what) {

@@ -205,17 +205,26 @@ struct PointerTile {
   AffineTile off;
 };
 
-std::optional<PointerTile> pointerOf(Value p, Block &entry) {
+std::optional<PointerTile> pointerOf(Value p, Block &entry, bool scalarOffsets) {
   p = throughViews(p);
   Operation *op = p.getDefiningOp();
   if (auto sp = dyn_cast_or_null<tile::SplatOp>(op)) {
-    auto arg = dyn_cast<BlockArgument>(sp.getSrc());
+    // The argument, or (scalarOffsets) the argument plus scalar offsets.
+    Value src = sp.getSrc();
+    AffineTile off;
+    while (auto ap = src.getDefiningOp<tile::AddPtrOp>()) {
+      if (!scalarOffsets || isa<RankedTensorType>(ap.getType()))
+        return std::nullopt;
+      off.rest.add(linearFormOf(ap.getOffset()));
+      src = ap.getPtr();
+    }
+    auto arg = dyn_cast<BlockArgument>(src);
     if (!arg || arg.getOwner() != &entry)
       return std::nullopt;
-    return PointerTile{arg, AffineTile{}};
+    return PointerTile{arg, off};
   }
   if (auto ap = dyn_cast_or_null<tile::AddPtrOp>(op)) {
-    std::optional<PointerTile> base = pointerOf(ap.getPtr(), entry);
+    std::optional<PointerTile> base = pointerOf(ap.getPtr(), entry, scalarOffsets);
     std::optional<AffineTile> off = affineOf(ap.getOffset(), /*unwrap=*/true);
     if (!base || !off)
       return std::nullopt;
@@ -365,11 +374,69 @@ bool onlyArgs(const LinearForm &f, Block &entry) {
   });
 }
 
+/// Splits a tile's scalar offset `rest` into outer dimensions (a coordinate
+/// times a stride over the arguments) and what adds to its column origin (a
+/// term that is no such product, and the constant), or the reason why not.
+std::string outerDimsOf(const LinearForm &rest, Block &entry,
+                        SmallVectorImpl<TensorMapOperand::OuterDim> &outer, LinearForm &toColumns) {
+  toColumns = LinearForm::constant(rest.c);
+  for (auto [v, k] : rest.terms) {
+    Value x = v;
+    while (isa_and_present<arith::ExtSIOp, arith::ExtUIOp>(x.getDefiningOp()))
+      x = x.getDefiningOp()->getOperand(0);
+    auto mul = x.getDefiningOp<arith::MulIOp>();
+    LinearForm a = mul ? linearFormOf(mul.getLhs()) : LinearForm(),
+               b = mul ? linearFormOf(mul.getRhs()) : LinearForm();
+    if (mul && !onlyArgs(b, entry))
+      std::swap(a, b);
+    if (!mul || !onlyArgs(b, entry) || b.isConstant()) {
+      toColumns.add(LinearForm::leaf(v), k); // an offset in elements
+      continue;
+    }
+    b.scale(k);
+    outer.push_back({b, a});
+  }
+  if (outer.size() > 3)
+    return "more than three dimensions past the rows";
+  return "";
+}
+
+/// Whether scalar `v` is provably not negative, given that the integer
+/// arguments of `entry` it meets are not (added to `assumed`).
+bool nonNegative(Value v, Block &entry, SmallVectorImpl<unsigned> &assumed) {
+  APInt cst;
+  if (matchPattern(v, m_ConstantInt(&cst)))
+    return !cst.isNegative();
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    if (arg.getOwner() != &entry || !isa<IntegerType>(arg.getType()))
+      return false;
+    if (!llvm::is_contained(assumed, arg.getArgNumber()))
+      assumed.push_back(arg.getArgNumber());
+    return true;
+  }
+  Operation *op = v.getDefiningOp();
+  if (isa_and_present<tile::ProgramIdOp, tile::NumProgramsOp>(op))
+    return true;
+  if (isa_and_present<arith::ExtSIOp, arith::ExtUIOp, arith::RemSIOp>(op)) // a remainder has the dividend's sign
+    return nonNegative(op->getOperand(0), entry, assumed);
+  if (isa_and_present<arith::AddIOp, arith::MulIOp, arith::DivSIOp, arith::MaxSIOp, arith::MinSIOp>(op))
+    return nonNegative(op->getOperand(0), entry, assumed) && nonNegative(op->getOperand(1), entry, assumed);
+  return false;
+}
+
+/// Whether c + sum(coef * value) + j * step is not negative for every j >= 0.
+bool nonNegative(const LinearForm &f, int64_t step, Block &entry, SmallVectorImpl<unsigned> &assumed) {
+  if (f.c < 0 || step < 0)
+    return false;
+  return llvm::all_of(f.terms, [&](auto &t) { return t.second > 0 && nonNegative(t.first, entry, assumed); });
+}
+
 } // namespace
 
 std::optional<TensorMapOperand> analyzeTensorMapOperand(tile::LoadOp ld, scf::ForOp loop,
                                                         Block &entry, std::string &whyNot,
-                                                        bool transposed) {
+                                                        TensorMapQuery query) {
+  const bool transposed = query.transposed;
   auto no = [&](const std::string &why) -> std::optional<TensorMapOperand> {
     whyNot = why;
     return std::nullopt;
@@ -404,7 +471,7 @@ std::optional<TensorMapOperand> analyzeTensorMapOperand(tile::LoadOp ld, scf::Fo
     advance = a->rest;
     ptr = loop.getInitArgs()[i];
   }
-  std::optional<PointerTile> p = pointerOf(ptr, entry);
+  std::optional<PointerTile> p = pointerOf(ptr, entry, query.outerDims);
   if (!p)
     return no("the pointer tile is not a pointer argument plus affine offsets");
   AffineTile &off = p->off;
@@ -422,8 +489,17 @@ std::optional<TensorMapOperand> analyzeTensorMapOperand(tile::LoadOp ld, scf::Fo
     std::swap(off.dim[0], off.dim[1]);
     std::swap(wrapOf[0], wrapOf[1]);
   }
-  if (!off.dim[0] || !off.dim[1] || !(off.rest == LinearForm()))
+  if (!off.dim[0] || !off.dim[1])
     return no("the pointer tile is not base + row * stride + column");
+  SmallVector<TensorMapOperand::OuterDim> outer;
+  if (query.outerDims) {
+    LinearForm toColumns;
+    if (std::string why = outerDimsOf(off.rest, entry, outer, toColumns); !why.empty())
+      return no(why);
+    off.dim[1]->origin.add(toColumns);
+  } else if (!(off.rest == LinearForm())) {
+    return no("the pointer tile is not base + row * stride + column");
+  }
   if (!(off.dim[1]->stride == LinearForm::constant(1)))
     return no("the columns of the tile are not contiguous");
   TensorMapOperand t;
@@ -458,6 +534,10 @@ std::optional<TensorMapOperand> analyzeTensorMapOperand(tile::LoadOp ld, scf::Fo
       if (!loop.isDefinedOutsideOfLoop(v))
         return no("the tile's origin depends on values computed in the loop");
   }
+  for (TensorMapOperand::OuterDim &o : outer)
+    for (auto [v, s] : o.coord.terms)
+      if (!loop.isDefinedOutsideOfLoop(v))
+        return no("the tile's offset depends on values computed in the loop");
 
   // Extents from the wraps: coordinate origin + i is wrapped from
   // wrap.origin + i >= modulus on.
@@ -476,7 +556,7 @@ std::optional<TensorMapOperand> analyzeTensorMapOperand(tile::LoadOp ld, scf::Fo
   SmallVector<Value> terms;
   if (ld.getMask())
     conjuncts(ld.getMask(), terms);
-  else if (!extent[0] || !extent[1])
+  else if ((!extent[0] || !extent[1]) && !query.outerDims)
     return no("the load has no mask to bound it");
   for (Value c : terms) {
     using P = arith::CmpIPredicate;
@@ -516,10 +596,26 @@ std::optional<TensorMapOperand> analyzeTensorMapOperand(tile::LoadOp ld, scf::Fo
       return no("two bounds on one dimension");
     extent[d] = e;
   }
+  // Unmasked dimensions (outerDims): the columns of a tile that does not
+  // move along them end with it; anything else is unbounded.
+  if (query.outerDims && !extent[1] && origin[1].isConstant() && !stepOf[1])
+    extent[1] = LinearForm::constant(origin[1].c + rt.getDimSize(transposed ? 0 : 1));
+  for (int d = 0; d < 2 && query.outerDims; ++d) {
+    if (extent[d])
+      continue;
+    if (!nonNegative(origin[d], stepOf[d], entry, t.nonNegativeArgs))
+      return no(std::string("the tile's ") + (d ? "columns" : "rows") +
+                " have no mask term and may start at a negative index");
+    extent[d] = LinearForm::constant(kUnboundedExtent);
+  }
+  for (TensorMapOperand::OuterDim &o : outer)
+    if (!nonNegative(o.coord, 0, entry, t.nonNegativeArgs))
+      return no("a scalar offset's coordinate may be negative");
   if (!extent[0] || !extent[1])
     return no("the mask does not bound both dimensions");
   t.rows = *extent[0];
   t.cols = *extent[1];
+  t.outer = outer;
   t.row0 = origin[0];
   t.col0 = origin[1];
   t.rowStep = stepOf[0];

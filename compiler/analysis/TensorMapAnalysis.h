@@ -11,6 +11,17 @@
 // what lies past it with zeros, which is what `other=0` asks for. The extent
 // must not depend on the program id or the iteration: every such term has to
 // cancel (in matmul.tile `rk < K - k0` against the pointer's k0 leaves K).
+//
+// With `outerDims` (TensorMapQuery), a pointer may also be offset by a
+// scalar fixed over the loop, `P + z * stride_z + h * stride_h` (the batch
+// and head of FlashAttention's K and V): each product of a coordinate and a
+// stride over the arguments becomes a dimension of its own past the rows,
+// and a dimension no mask term bounds gets an unbounded extent (the program
+// reads every element of it that the tile covers). A coordinate along such
+// a dimension must not be negative (TMA would read zeros where the program
+// reads memory): the analysis proves it from program ids, constants, sums,
+// products, quotients and remainders, taking the integer arguments it meets
+// as not negative, and lists those for the runtime to check at launch.
 #ifndef TESSERA_ANALYSIS_TENSORMAPANALYSIS_H
 #define TESSERA_ANALYSIS_TENSORMAPANALYSIS_H
 
@@ -60,16 +71,40 @@ struct TensorMapOperand {
   // outside the loop, and how far they move per iteration.
   LinearForm col0, row0;
   int64_t colStep = 0, rowStep = 0;
+  /// A dimension past the rows: its stride in elements (over the kernel's
+  /// arguments) and the tile's coordinate along it, fixed over the loop
+  /// (over scalars defined outside it); its extent is kUnboundedExtent.
+  struct OuterDim {
+    LinearForm stride, coord;
+  };
+  SmallVector<OuterDim> outer;
+  /// The integer arguments (their BlockArguments' numbers) that the
+  /// coordinates along unbounded dimensions are not negative only if they
+  /// are not: the runtime checks them at launch.
+  SmallVector<unsigned> nonNegativeArgs;
+};
+
+/// The extent of a dimension that nothing bounds: a TMA coordinate's reach.
+constexpr int64_t kUnboundedExtent = (int64_t(1) << 31) - 1;
+
+/// What a caller of analyzeTensorMapOperand accepts beyond a 2-D map whose
+/// mask bounds both dimensions.
+struct TensorMapQuery {
+  /// The tile is contiguous along its first axis, and the map's rows are the
+  /// tile's columns.
+  bool transposed = false;
+  /// Outer dimensions for a scalar offset, and unbounded extents along
+  /// unmasked dimensions (see the file comment).
+  bool outerDims = false;
 };
 
 /// The tensor map that loads `ld` in `loop` (whose iteration j has the
 /// induction variable lo + j * step and pointer tiles advanced j times), or
 /// nothing with the reason in `whyNot`. `kernel` is the tile-IR kernel whose
-/// arguments the extents may use. `transposed`: the tile is contiguous along
-/// its first axis, and the map's rows are the tile's columns.
+/// arguments the extents may use.
 std::optional<TensorMapOperand> analyzeTensorMapOperand(tile::LoadOp ld, scf::ForOp loop,
                                                         Block &kernelEntry, std::string &whyNot,
-                                                        bool transposed = false);
+                                                        TensorMapQuery query = {});
 
 } // namespace tessera::analysis
 

@@ -44,12 +44,25 @@ DictionaryAttr tensorMapAttr(MLIRContext *ctx, const TensorMapSpec &s) {
   fields.set("cols", formAttr(b, s.cols));
   fields.set("rows", formAttr(b, s.rows));
   fields.set("stride", formAttr(b, s.rowStride));
+  if (!s.outer.empty()) { // extent, stride, extent, stride, ...
+    SmallVector<Attribute> outer;
+    for (const TensorMapSpec::Outer &o : s.outer) {
+      outer.push_back(formAttr(b, o.extent));
+      outer.push_back(formAttr(b, o.stride));
+    }
+    fields.set("outer", b.getArrayAttr(outer));
+  }
+  if (!s.nonNegativeArgs.empty())
+    fields.set("nonneg", b.getDenseI64ArrayAttr(
+                             SmallVector<int64_t>(s.nonNegativeArgs.begin(), s.nonNegativeArgs.end())));
   return fields.getDictionary(ctx);
 }
 
 std::optional<TensorMapSpec> tensorMapFromAttr(Attribute attr) {
   auto d = dyn_cast_or_null<DictionaryAttr>(attr);
-  if (!d || d.size() != 8)
+  auto outer = d ? dyn_cast_or_null<ArrayAttr>(d.get("outer")) : ArrayAttr();
+  auto nonneg = d ? dyn_cast_or_null<DenseI64ArrayAttr>(d.get("nonneg")) : DenseI64ArrayAttr();
+  if (!d || d.size() != 8 + (outer ? 1 : 0) + (nonneg ? 1 : 0))
     return std::nullopt;
   auto num = [&](StringRef key, int &out) {
     auto i = dyn_cast_or_null<IntegerAttr>(d.get(key));
@@ -72,6 +85,22 @@ std::optional<TensorMapSpec> tensorMapFromAttr(Attribute attr) {
   s.cols = *cols;
   s.rows = *rows;
   s.rowStride = *stride;
+  if (outer) {
+    if (outer.size() % 2 || outer.size() / 2 > TensorMapSpec::kMaxOuter)
+      return std::nullopt;
+    for (size_t i = 0; i < outer.size(); i += 2) {
+      std::optional<TensorMapSpec::Form> e = formOf(outer[i]), st = formOf(outer[i + 1]);
+      if (!e || !st)
+        return std::nullopt;
+      s.outer.push_back({*e, *st});
+    }
+  }
+  if (nonneg)
+    for (int64_t a : nonneg.asArrayRef()) {
+      if (a < 0)
+        return std::nullopt;
+      s.nonNegativeArgs.push_back(int(a));
+    }
   return s;
 }
 

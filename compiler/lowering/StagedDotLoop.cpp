@@ -275,9 +275,15 @@ std::string StagedDotLoopEmitter::summary() {
   if (gathered)
     notes += (notes.empty() ? "" : ", ") + std::to_string(gathered) +
              " copied element by element: " + StageCopier::kGatheredReason;
+  std::string how = !tma.empty() ? "by TMA (thread 0; tensor maps of rank " +
+                                       std::to_string(2 + tma[0].map.outer.size()) + ") "
+                    : allAsync ? "by cp.async "
+                               : "";
+  if (tma.empty() && !tmaWhyNot.empty())
+    notes += (notes.empty() ? "" : ", ") + std::string("not by TMA: ") + tmaWhyNot;
   return s + "; " + std::to_string(m_.loads.size()) + " loaded tiles" +
          (notes.empty() ? "" : " (" + notes + ")") +
-         " copied " + (allAsync ? "by cp.async " : "") + std::to_string(overlapped ? S - 2 : S - 1) + " iterations ahead (" +
+         " copied " + how + std::to_string(overlapped ? S - 2 : S - 1) + " iterations ahead (" +
          std::to_string(S) + " stages)" +
          (overlapped ? "; the second product overlaps the next iteration's softmax" : "") +
          (pingPong() ? "; two warpgroups take turns on the tensor cores (stages tracked by mbarriers)" : "");
@@ -337,6 +343,13 @@ bool StagedDotLoopEmitter::issueIteration(Value j, Value fullBar) {
   // Ping-pong: the slot's previous iteration released by every warp first
   // (at once for a slot's first use), then this thread's copies complete
   // one arrival on its `full` barrier.
+  if (fullBar && !tma.empty()) { // thread 0 alone: TMA (StagedDotLoopTma.cpp)
+    inIf(eq(kl_.tid(), 0), [&] {
+      kl_.mbarrierWait(mbar(1, slotIndex(j)), parity(j, 1), loc);
+      issueTmaBoxes(j, fullBar);
+    });
+    return true;
+  }
   if (fullBar)
     kl_.mbarrierWait(mbar(1, slotIndex(j)), parity(j, 1), loc);
   // Ping-pong issues them in the middle of the body: the iteration's own
@@ -584,6 +597,8 @@ bool StagedDotLoopEmitter::emit() {
   trips = kl_.loopTrips(op_, loc);
   std::optional<Overlap> ov = planOverlap();
   const bool pp = pingPong();
+  if (!tma.empty() && !addTensorMaps())
+    return false;
   if (pp)
     initPingPong();
   // Copies run `ahead` iterations ahead. Overlapped, one less: iteration j's
@@ -651,7 +666,8 @@ bool StagedDotLoopEmitter::emit() {
       // Every thread's copies of stage `it` have landed (the copies of the
       // next stages are issued after this warpgroup's products, below).
       kl_.mbarrierWait(mbar(0, slotIndex(it)), parity(it, 0), loc);
-      asmCall({}, {}, "fence.proxy.async.shared::cta;", "~{memory}");
+      if (tma.empty()) // cp.async writes through the generic proxy
+        asmCall({}, {}, "fence.proxy.async.shared::cta;", "~{memory}");
     } else {
       asmCall({}, {}, "cp.async.wait_group " + std::to_string(ahead - 1) + ";", "~{memory}");
       asmCall({}, {}, "fence.proxy.async.shared::cta;", "~{memory}");
@@ -780,6 +796,7 @@ std::optional<bool> KernelLowering::lowerStagedDotLoop(scf::ForOp op) {
       remark(op, "dot loop not staged: a carried pointer tile does not start from index arithmetic");
       return std::nullopt;
     }
+    emitter.planTma();
     remark(op, emitter.summary());
     return emitter.emit();
   }

@@ -119,6 +119,13 @@ public:
   bool emit();
   std::string summary();
 
+  /// Ping-pong on sm_90a: when a tensor map loads every staged tile
+  /// (analysis/TensorMapAnalysis.h, with outer dimensions), thread 0 issues
+  /// each stage's boxes, and the consumers issue no copies at all
+  /// (StagedDotLoopTma.cpp). Decides `tma`, or says why not in tmaWhyNot.
+  void planTma();
+  std::string tmaWhyNot;
+
   /// FlashAttention's forward loop (S = Q K^T, a softmax, O += P V) with its
   /// products overlapped, FA3's way: iteration j issues S_j, then P V of
   /// iteration j - 1, and computes the softmax of S_j while that second
@@ -159,6 +166,16 @@ private:
   // Lowers the staged loads' address arithmetic for iteration j (i32) and
   // issues their copies into their slots, when j < n.
   bool issueIteration(Value j, Value fullBar = Value());
+  // TMA: each staged load's map and (once added) its parameter; empty when
+  // the copies are cp.async.
+  struct TmaLoad {
+    analysis::TensorMapOperand map;
+    Value param;
+  };
+  SmallVector<TmaLoad, 2> tma;
+  bool addTensorMaps();
+  // Thread 0: expects iteration j's bytes on `fullBar` and issues its boxes.
+  void issueTmaBoxes(Value j, Value fullBar);
   // Ping-pong: stage `slot`'s full (0) or empty (1) mbarrier.
   Value mbar(int which, Value slotIndex) { return stageMbarrier(b_, loc, base, barsAt, which, S, slotIndex); }
   Value slotIndex(Value j) { return stageSlot(b_, loc, j, S); }

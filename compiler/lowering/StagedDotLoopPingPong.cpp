@@ -11,7 +11,9 @@ void StagedDotLoopEmitter::initPingPong() {
   otherTurn = arith::SubIOp::create(b_, loc, c32(3), wg);
   inIf(eq(kl_.tid(), 0), [&] {
     for (int64_t q = 0; q < S; ++q) {
-      kl_.mbarrierInit(mbar(0, c32(q)), kl_.threads(), loc);
+      // Every thread's cp.async arrives on `full`; with TMA, thread 0's
+      // expect_tx alone.
+      kl_.mbarrierInit(mbar(0, c32(q)), tma.empty() ? kl_.threads() : 1, loc);
       kl_.mbarrierInit(mbar(1, c32(q)), opts_.numWarps, loc);
     }
   });

@@ -9,18 +9,13 @@
 // placed at the pointer's value (analysis/ComputedOriginMap.h). See
 // docs/performance.md section 4.
 #include "DotLoopEmitter.h"
+#include "TmaBoxes.h"
 
 #include "analysis/ComputedOriginMap.h"
 
 #include "tessera/TensorMapSpec.h"
 
 namespace tessera::lowering::detail {
-
-namespace {
-// CUtensorMapDataType values (cuda.h); the map only needs the element size
-// right, and tf32 operands are copied as the f32 bits they are.
-constexpr int kTmaUint8 = 0, kTmaFloat16 = 6, kTmaFloat32 = 7, kTmaBfloat16 = 9;
-} // namespace
 
 std::optional<DotLoopEmitter::TmaOperand> DotLoopEmitter::tmaFor(tile::LoadOp ld, int64_t rows,
                                                                  int64_t width) {
@@ -42,7 +37,8 @@ std::optional<DotLoopEmitter::TmaOperand> DotLoopEmitter::tmaFor(tile::LoadOp ld
     return no("rows not provably 16-byte aligned");
   std::string why, whyComputed;
   std::optional<TensorMapOperand> m =
-      analyzeTensorMapOperand(ld, op_, kl_.source().getBody().front(), why, copiedTransposed(ld));
+      analyzeTensorMapOperand(ld, op_, kl_.source().getBody().front(), why,
+                              TensorMapQuery{copiedTransposed(ld)});
   if (!m) {
     // Boxes copy whole rows: only an unmasked load may have a computed origin.
     if (ld.getMask())
@@ -97,26 +93,11 @@ void DotLoopEmitter::planTma() {
 }
 
 bool DotLoopEmitter::addTensorMaps() {
-  auto form = [](const LinearForm &f) {
-    TensorMapSpec::Form o;
-    o.c = f.c;
-    for (auto [v, k] : f.terms)
-      o.terms.push_back({int(cast<BlockArgument>(v).getArgNumber()), k});
-    return o;
-  };
   for (std::optional<TmaOperand> *t : {&tmaA, &tmaB}) {
     if (!*t)
       continue;
-    TensorMapSpec s;
-    s.pointerArg = int((*t)->map.pointerArg);
-    s.elementBytes = int(eb);
-    s.dataType = eb == 1 ? kTmaUint8 : ea.isBF16() ? kTmaBfloat16 : ea.isF16() ? kTmaFloat16 : kTmaFloat32;
-    s.cols = form((*t)->map.cols);
-    s.rows = form((*t)->map.rows);
-    s.rowStride = form((*t)->map.rowStride);
-    s.boxCols = int((*t)->width / eb);
-    s.boxRows = int((*t)->groupRows ? (*t)->groupRows : (*t)->rows);
-    s.swizzleBytes = int((*t)->width);
+    TensorMapSpec s = tensorMapSpecOf((*t)->map, ea, (*t)->width / eb,
+                                      (*t)->groupRows ? (*t)->groupRows : (*t)->rows, (*t)->width);
     (*t)->param = kl_.addTensorMapParam(s, loc);
     if (!(*t)->param)
       return kl_.fail(op_, "could not add a tensor-map parameter");
@@ -124,12 +105,7 @@ bool DotLoopEmitter::addTensorMaps() {
   return true;
 }
 
-Value DotLoopEmitter::materialize(const LinearForm &f) {
-  Value v = c32(f.c);
-  for (auto [x, k] : f.terms)
-    v = arith::AddIOp::create(b_, loc, v, arith::MulIOp::create(b_, loc, toI32(kl_.scalarOf(x)), c32(k)));
-  return v;
-}
+Value DotLoopEmitter::materialize(const LinearForm &f) { return materializeForm(kl_, b_, loc, f); }
 
 bool DotLoopEmitter::issueTma(Value j, Value gj, Value fullBar) {
   int64_t bytes = (tmaA ? aBytes : 0) + (tmaB ? bBytes : 0);
@@ -164,10 +140,7 @@ bool DotLoopEmitter::issueTma(Value j, Value gj, Value fullBar) {
 }
 
 void DotLoopEmitter::issueBox(const TmaOperand &t, Value dst, Value x, Value y, Value fullBar) {
-  asmCall({}, {dst, t.param, x, y, fullBar},
-          "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
-          "[$0], [$1, {$2, $3}], [$4];",
-          "r,l,r,r,r,~{memory}");
+  issueTensorBox(kl_, loc, dst, t.param, {x, y}, fullBar);
 }
 
 void DotLoopEmitter::issueComputedOriginBoxes(const TmaOperand &t, tile::LoadOp ld, Value stage,

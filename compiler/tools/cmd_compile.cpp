@@ -97,7 +97,8 @@ options:
                      fewer registers, more blocks per SM, perhaps spills
   --no-warp-specialize  every warp copies and multiplies in pipelined dot loops
                      (default on sm_90a: a producer warpgroup copies)
-  --no-tma           copy the operands of warp-specialized dot loops with cp.async
+  --no-tma           copy the operands of warp-specialized and ping-pong staged dot
+                     loops with cp.async
                      (default on sm_90a: TMA tensor maps where the pointer and mask
                      analysis allows; the maps are extra kernel parameters)
   --no-persistent    launch one-tile matmul kernels one block per program (default

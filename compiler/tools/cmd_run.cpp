@@ -49,6 +49,8 @@ options:
   --num-warps N    warps per program instance on the GPU (power of two, default 4)
   --num-stages N   shared-memory pipeline stages for loops feeding dot (default 4)
   --maxnreg N      registers a thread may use on the GPU (16..255; default: ptxas's)
+  --no-tma         copy dot operands with cp.async rather than TMA tensor maps (as
+                   `tessera compile --no-tma`)
   --interpret      run in the CPU interpreter even when a GPU is present
   --no-target-check  in the interpreter, skip lowering the kernel for the target
                    first; by default a kernel that the GPU would reject (more
@@ -87,6 +89,7 @@ struct RunOptions {
   int numWarps = 4;
   int numStages = 4;
   int maxRegisters = 0;
+  bool tma = true;
   bool interpret = false, check = false;
   bool targetCheck = true;
   uint64_t seed = 0;
@@ -215,6 +218,7 @@ int execute(Backends &be, const RunOptions &o, Report &rep, Inputs &in) {
   jo.numWarps = o.numWarps;
   jo.numStages = o.numStages;
   jo.maxRegisters = o.maxRegisters;
+  jo.tma = o.tma;
   jo.importPaths = o.importPaths;
   jo.checkTargetResources = o.targetCheck;
   Kernel gk, ik;
@@ -388,6 +392,8 @@ int cmdRun(int argc, char **argv) {
     } else if (args.value("--maxnreg", v)) {
       if (!parseMaxRegisters(v, o.maxRegisters, err))
         return usageError(err, kRunHelp);
+    } else if (a == "--no-tma") {
+      o.tma = false;
     } else if (a == "--interpret") {
       o.interpret = true;
     } else if (a == "--no-target-check") {

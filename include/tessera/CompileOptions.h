@@ -88,7 +88,9 @@ struct CompileOptions {
   /// copies need no element-wise path and nothing before it touches memory;
   /// the remark says so. false: every warp copies and multiplies.
   bool warpSpecialize = true;
-  /// Load dot operands of warp-specialized loops with TMA where possible (sm_90a).
+  /// Load dot operands with TMA where possible (sm_90a): in warp-specialized
+  /// dot loops, and in staged dot loops whose two warpgroups take turns
+  /// (FlashAttention's forward), where thread 0 then issues every copy.
   bool tma = true;
   /// On sm_90a, a kernel that is one output tile (index arithmetic, a
   /// warp-specialized dot loop on 16- or 8-bit operands, stores; tf32 dots

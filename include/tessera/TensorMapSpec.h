@@ -3,6 +3,9 @@
 // appends one 128-byte `__grid_constant__` parameter per map after the
 // kernel's own arguments; its extents and row stride are linear forms over
 // the integer arguments of the launch, its base address a pointer argument.
+// A map has columns and rows, and up to three outer dimensions beyond them
+// (FlashAttention's heads and batch: a kernel moves along those by
+// coordinates that stay fixed over its loop).
 // Free of MLIR, and of exceptions, so that the compiler, the kernel cache and
 // the runtime share it.
 #ifndef TESSERA_TENSORMAPSPEC_H
@@ -31,6 +34,16 @@ struct TensorMapSpec {
   Form rowStride;        // elements between rows
   int boxCols = 0, boxRows = 0; // one copy: boxRows rows of boxCols elements
   int swizzleBytes = 0;  // 0, 32, 64 or 128
+  /// Dimensions past the rows (a box spans one element of each).
+  struct Outer {
+    Form extent, stride; // in elements
+  };
+  std::vector<Outer> outer; // at most kMaxOuter
+  static constexpr size_t kMaxOuter = 3;
+  /// Integer arguments that must not be negative (the runtime checks them):
+  /// the coordinates along dimensions no mask bounds are not negative only
+  /// if they are not.
+  std::vector<int> nonNegativeArgs;
 };
 
 inline std::string formatTensorMapForm(const TensorMapSpec::Form &f) {
@@ -40,13 +53,31 @@ inline std::string formatTensorMapForm(const TensorMapSpec::Form &f) {
   return s;
 }
 
+/// " outer=EXTENT:STRIDE;EXTENT:STRIDE" for outer dimensions, "" without.
+inline std::string formatOuterDims(const std::vector<TensorMapSpec::Outer> &outer) {
+  std::string s;
+  for (size_t i = 0; i < outer.size(); ++i)
+    s += (i ? ";" : " outer=") + formatTensorMapForm(outer[i].extent) + ":" +
+         formatTensorMapForm(outer[i].stride);
+  return s;
+}
+
+/// " nonneg=a10,a11" for arguments the runtime checks, "" without.
+inline std::string formatNonNegativeArgs(const std::vector<int> &args) {
+  std::string s;
+  for (size_t i = 0; i < args.size(); ++i)
+    s += (i ? ",a" : " nonneg=a") + std::to_string(args[i]);
+  return s;
+}
+
 /// "ptr=0 type=9 eb=2 box=64x128 swizzle=128 cols=0+1*a5 rows=0+1*a3 stride=0+1*a6"
 inline std::string formatTensorMapSpec(const TensorMapSpec &m) {
   return "ptr=" + std::to_string(m.pointerArg) + " type=" + std::to_string(m.dataType) +
          " eb=" + std::to_string(m.elementBytes) + " box=" + std::to_string(m.boxCols) + "x" +
          std::to_string(m.boxRows) + " swizzle=" + std::to_string(m.swizzleBytes) +
          " cols=" + formatTensorMapForm(m.cols) + " rows=" + formatTensorMapForm(m.rows) +
-         " stride=" + formatTensorMapForm(m.rowStride);
+         " stride=" + formatTensorMapForm(m.rowStride) + formatOuterDims(m.outer) +
+         formatNonNegativeArgs(m.nonNegativeArgs);
 }
 
 inline std::optional<TensorMapSpec::Form> parseTensorMapForm(const std::string &s) {
@@ -69,12 +100,45 @@ inline std::optional<TensorMapSpec::Form> parseTensorMapForm(const std::string &
   return f;
 }
 
+inline bool parseOuterDims(const std::string &s, std::vector<TensorMapSpec::Outer> &out) {
+  size_t at = 0;
+  while (true) {
+    size_t semi = s.find(';', at), colon = s.find(':', at);
+    std::string dim = s.substr(at, semi == std::string::npos ? std::string::npos : semi - at);
+    if (colon == std::string::npos || colon - at >= dim.size())
+      return false;
+    std::optional<TensorMapSpec::Form> e = parseTensorMapForm(dim.substr(0, colon - at)),
+                                       st = parseTensorMapForm(dim.substr(colon - at + 1));
+    if (!e || !st || out.size() == TensorMapSpec::kMaxOuter)
+      return false;
+    out.push_back({*e, *st});
+    if (semi == std::string::npos)
+      return true;
+    at = semi + 1;
+  }
+}
+
+inline bool parseNonNegativeArgs(const std::string &s, std::vector<int> &out) {
+  const char *p = s.c_str();
+  while (true) {
+    int i = 0, n = 0;
+    if (std::sscanf(p, "a%d%n", &i, &n) != 1 || i < 0)
+      return false;
+    out.push_back(i);
+    p += n;
+    if (!*p)
+      return true;
+    if (*p++ != ',')
+      return false;
+  }
+}
+
 /// The spec formatTensorMapSpec wrote, or nothing for any other text.
 inline std::optional<TensorMapSpec> parseTensorMapSpec(const std::string &text) {
   TensorMapSpec m;
   std::istringstream in(text);
   std::string tok;
-  int seen = 0;
+  int seen = 0, outer = 0, nonneg = 0;
   while (in >> tok) {
     size_t eq = tok.find('=');
     if (eq == std::string::npos)
@@ -101,6 +165,12 @@ inline std::optional<TensorMapSpec> parseTensorMapSpec(const std::string &text) 
       ok = f.has_value();
       if (ok)
         (key == "cols" ? m.cols : key == "rows" ? m.rows : m.rowStride) = *f;
+    } else if (key == "outer" && !outer++) {
+      ok = parseOuterDims(val, m.outer);
+      --seen; // optional
+    } else if (key == "nonneg" && !nonneg++) {
+      ok = parseNonNegativeArgs(val, m.nonNegativeArgs);
+      --seen; // optional
     } else {
       ok = false;
     }

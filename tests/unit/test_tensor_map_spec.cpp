@@ -53,3 +53,37 @@ TEST_CASE("malformed tensor map specs are rejected", "[tma]") {
        })
     CHECK_FALSE(parseTensorMapSpec(bad));
 }
+
+TEST_CASE("tensor map specs with outer dimensions round-trip", "[tma]") {
+  TensorMapSpec m;
+  m.dataType = 6;
+  m.cols.c = 128;
+  m.rows.terms = {{11, 1}};
+  m.rowStride.terms = {{8, 1}};
+  m.boxCols = 64;
+  m.boxRows = 128;
+  m.swizzleBytes = 128;
+  m.outer = {{TensorMapSpec::Form{0, {{10, 1}}}, TensorMapSpec::Form{0, {{7, 1}}}},
+             {TensorMapSpec::Form{2147483647, {}}, TensorMapSpec::Form{0, {{6, 2}}}}};
+  m.nonNegativeArgs = {10, 3};
+  std::string text = formatTensorMapSpec(m);
+  CHECK(text == "ptr=0 type=6 eb=2 box=64x128 swizzle=128 cols=128 rows=0+1*a11 stride=0+1*a8 "
+                "outer=0+1*a10:0+1*a7;2147483647:0+2*a6 nonneg=a10,a3");
+  std::optional<TensorMapSpec> p = parseTensorMapSpec(text);
+  REQUIRE(p);
+  REQUIRE(p->outer.size() == 2);
+  CHECK(p->outer[0].extent.terms == m.outer[0].extent.terms);
+  CHECK(p->outer[1].extent.c == 2147483647);
+  CHECK(p->outer[1].stride.terms == m.outer[1].stride.terms);
+  CHECK(p->nonNegativeArgs == m.nonNegativeArgs);
+  CHECK(formatTensorMapSpec(*p) == text);
+  // Malformed outer dimensions (no colon, a bad form, four of them, twice) and
+  // argument lists (not an argument, a trailing comma, negative).
+  const std::string head = text.substr(0, text.find(" outer="));
+  for (const std::string bad : {head + " outer=", head + " outer=0+1*a10",
+                                head + " outer=0+1*a10:x", head + " outer=1:16;1:16;1:16;1:16",
+                                text + " outer=1:16", head + " nonneg=10",
+                                head + " nonneg=a10,", head + " nonneg=a-1"})
+    CHECK_FALSE(parseTensorMapSpec(bad));
+  CHECK(parseTensorMapSpec(head + " outer=1:16;1:16;1:16"));
+}
