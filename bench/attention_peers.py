@@ -117,8 +117,9 @@ def main():
     gm = math.exp(sum(math.log(r["fwd_vs_sdpa_flash"]) for r in rows) / len(rows))
     targets.append({"name": "flash attention forward, geometric mean over the cases, vs SDPA flash",
                     "measured": round(gm, 4), "target": 1.0, "better": "higher", "met": gm >= 1.0})
-    note = ("Issue 16. kernels_dsl/attention/flash_attn.tile (staged dot loops: K/V copied by cp.async "
-            "stages ahead, wgmma with P from registers), forward and backward configs picked by the autotuner "
+    note = ("Issue 16. kernels_dsl/attention/flash_attn.tile (staged dot loops: K/V copied stages ahead, "
+            "by TMA from one thread where two warpgroups take turns and by cp.async otherwise; wgmma with P "
+            "from registers), forward and backward configs picked by the autotuner "
             "from the kernels' @autotune spaces for each case in this run (rows: tessera_*_config), "
             "timed by bench/attention_bench.cpp; the backward is the faster of flash_attn_bwd (dQ in a second "
             "pass) and flash_attn_bwd_atomic (dQ^T summed by red.v2, zeroing and the dQ pass included), "
