@@ -597,10 +597,8 @@ bool StagedDotLoopEmitter::emit() {
   trips = kl_.loopTrips(op_, loc);
   std::optional<Overlap> ov = planOverlap();
   const bool pp = pingPong();
-  if (!tma.empty() && !addTensorMaps())
+  if (pp && !initPingPong())
     return false;
-  if (pp)
-    initPingPong();
   // Copies run `ahead` iterations ahead. Overlapped, one less: iteration j's
   // copies go to the slot of j - 2, as j - 1's second product reads V's slot
   // of j - 1 until iteration j waits for it.
@@ -663,11 +661,9 @@ bool StagedDotLoopEmitter::emit() {
     // iteration it + ahead overwrite (iteration it - 1's, or it - 2's when
     // overlapped: their wgmmas were waited for).
     if (pp) {
-      // Every thread's copies of stage `it` have landed (the copies of the
-      // next stages are issued after this warpgroup's products, below).
-      kl_.mbarrierWait(mbar(0, slotIndex(it)), parity(it, 0), loc);
-      if (tma.empty()) // cp.async writes through the generic proxy
-        asmCall({}, {}, "fence.proxy.async.shared::cta;", "~{memory}");
+      // Every copy of stage `it` has landed (the copies of the next stages
+      // are issued after this warpgroup's products, below).
+      waitStageFull(it);
     } else {
       asmCall({}, {}, "cp.async.wait_group " + std::to_string(ahead - 1) + ";", "~{memory}");
       asmCall({}, {}, "fence.proxy.async.shared::cta;", "~{memory}");

@@ -193,7 +193,9 @@ private:
   // start (Q visible to every wgmma; warpgroup 0 goes first), the release
   // of iteration it - 1's stage once its P V has landed, and the end
   // (warpgroup 0's last turn; the mbarriers invalidated).
-  void initPingPong();
+  bool initPingPong(); // false: a tensor map's parameter could not be added
+  // Every copy of iteration `it`'s stage has landed, visible to wgmma.
+  void waitStageFull(Value it);
   void startPingPong();
   void releaseStage(Value it);
   void finishPingPong();

@@ -5,7 +5,9 @@
 
 namespace tessera::lowering::detail {
 
-void StagedDotLoopEmitter::initPingPong() {
+bool StagedDotLoopEmitter::initPingPong() {
+  if (!tma.empty() && !addTensorMaps())
+    return false;
   wg = arith::DivUIOp::create(b_, loc, kl_.tid(), c32(128));
   ownTurn = add(wg, c32(2));
   otherTurn = arith::SubIOp::create(b_, loc, c32(3), wg);
@@ -18,6 +20,13 @@ void StagedDotLoopEmitter::initPingPong() {
     }
   });
   kl_.barrier(loc);
+  return true;
+}
+
+void StagedDotLoopEmitter::waitStageFull(Value it) {
+  kl_.mbarrierWait(mbar(0, slotIndex(it)), parity(it, 0), loc);
+  if (tma.empty()) // cp.async writes through the generic proxy
+    asmCall({}, {}, "fence.proxy.async.shared::cta;", "~{memory}");
 }
 
 void StagedDotLoopEmitter::startPingPong() {
