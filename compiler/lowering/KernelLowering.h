@@ -109,6 +109,10 @@ public:
   /// Stops the kernel with a device-side assert (`message`, the file and
   /// line of `loc`, the kernel's name) where `failed` (i1) is true.
   void assertFailIf(Value failed, const std::string &message, Location loc);
+  /// Stops the kernel with `trap` where `failed` (i1) is true: no message,
+  /// but no call either. Kernels with wgmma use it for the compiler's own
+  /// checks: any call in them makes ptxas serialize every wgmma (C7510).
+  void trapIf(Value failed, Location loc);
   /// The thread's lane in its warp (tid & 31), at the builder's position.
   Value laneId(Location loc) { return arith::AndIOp::create(b_, loc, tid_, i32c(31, loc)); }
   /// Threads of the num_warps warps (producer warps not counted).

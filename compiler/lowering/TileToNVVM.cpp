@@ -1278,6 +1278,13 @@ void KernelLowering::assertFailIf(Value failed, const std::string &message, Loca
                                   arith::ConstantOp::create(b_, loc, b_.getI64IntegerAttr(1))});
 }
 
+void KernelLowering::trapIf(Value failed, Location loc) {
+  auto ifOp = makeIf(failed, false, loc);
+  OpBuilder::InsertionGuard g(b_);
+  b_.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  sideEffectAsm({}, {}, "trap;", "~{memory}", loc);
+}
+
 bool KernelLowering::lowerPrint(tile::PrintOp op) {
   Location loc = op.getLoc();
   MLIRContext *ctx = b_.getContext();

@@ -3,9 +3,8 @@
 // on sm_90a TMA copies it from coordinates the producer computes (lit
 // lowering/tma_computed_origin.tile). Checked on ragged shapes against fp64,
 // in the interpreter and on the GPU (which skips visibly without one). An
-// offset outside [0, 2^31) stops the kernel with a device-side assert; that
-// path is not run here, as the assert leaves the process's CUDA context
-// unusable.
+// offset outside [0, 2^31) stops the kernel with a trap; that path is not
+// run here, as the trap leaves the process's CUDA context unusable.
 #include "GpuTestSupport.h"
 #include "MatmulTestSupport.h"
 #include "TestSupport.h"
