@@ -150,6 +150,9 @@ public:
     }
     return false;
   }
+  /// A remark when the lowered kernel both calls a function (__assertfail,
+  /// vprintf) and issues wgmma, which ptxas then serializes.
+  void remarkCallsBesideWgmma();
   /// Reports how `op` was lowered (dot loops: how they were pipelined, or why not).
   void remark(Operation *op, const std::string &msg) {
     if (remarks_)

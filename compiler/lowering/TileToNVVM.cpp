@@ -541,6 +541,8 @@ bool KernelLowering::run() {
     dst_->setAttr("nvvm.maxnreg", b_.getI32IntegerAttr(int32_t(maxRegs_)));
   else if (int64_t blocks = latencyOccupancyBlocks(hasDot, largestTile))
     dst_->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), b_.getI32IntegerAttr(int32_t(blocks)));
+  if (ok)
+    remarkCallsBesideWgmma();
   if (!tensorMaps_.empty()) {
     SmallVector<Attribute> specs;
     for (const TensorMapSpec &s : tensorMaps_)
@@ -549,6 +551,24 @@ bool KernelLowering::run() {
   }
   src_.erase();
   return ok;
+}
+
+void KernelLowering::remarkCallsBesideWgmma() {
+  bool wgmma = false;
+  LLVM::CallOp call;
+  dst_.walk([&](Operation *op) {
+    if (auto a = dyn_cast<LLVM::InlineAsmOp>(op))
+      wgmma |= a.getAsmString().contains("wgmma.mma_async");
+    if (auto c = dyn_cast<LLVM::CallOp>(op); c && !call)
+      call = c;
+  });
+  if (!wgmma || !call)
+    return;
+  std::string callee = call.getCallee() ? call.getCallee()->str() : "a function";
+  remark(call, "kernel '" + dst_.getName().str() + "' calls " + callee +
+                   " (device_assert or device_print) and computes with wgmma: ptxas serializes "
+                   "every wgmma of a kernel that makes a call (its C7510 warning), which can "
+                   "cost a large part of the tensor cores' speed");
 }
 
 Value KernelLowering::addTensorMapParam(const TensorMapSpec &spec, Location loc) {
