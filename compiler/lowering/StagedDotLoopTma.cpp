@@ -35,17 +35,17 @@ void StagedDotLoopEmitter::planTma() {
   SmallVector<TmaLoad, 2> maps;
   for (StagedLoad &l : m_.loads) {
     std::string why;
-    auto no = [&](const std::string &reason) {
-      tmaWhyNot = reason;
-      return;
-    };
+    auto no = [&](const std::string &reason) { tmaWhyNot = reason; };
     auto lt = cast<RankedTensorType>(l.load.getType());
     int64_t eb = lt.getElementType().getIntOrFloatBitWidth() / 8;
     StageCopier copier(kl_, b_, loc, lt.getElementType());
     if (l.transposed || l.gathered || !copier.copyFacts(l.load).aligned)
       return no("rows not provably 16-byte aligned and contiguous");
+    const Ring &r = rings[maps.size()];
     if (l.rows > 256)
       return no("more than 256 rows a tile");
+    if (r.width != 32 && r.width != 64 && r.width != 128)
+      return no("rows of " + std::to_string(r.width) + " bytes, no TMA swizzle");
     std::optional<TensorMapOperand> m = analyzeTensorMapOperand(
         l.load, op_, kl_.source().getBody().front(), why, TensorMapQuery{false, true});
     if (!m)
