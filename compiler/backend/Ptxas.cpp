@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <spawn.h>
 #include <sstream>
@@ -172,6 +173,10 @@ std::vector<PtxasKernelInfo> parsePtxasLog(const std::string &log) {
   static const std::regex usedRe(R"(Used (\d+) registers)");
   static const std::regex barRe(R"(used (\d+) barriers)");
   static const std::regex smemRe(R"((\d+) bytes smem)");
+  // Printed before the function's "Compiling entry function" line.
+  static const std::regex serialRe(
+      R"(wgmma\.mma_async instructions are serialized due to (.*) in the function '([^']+)')");
+  std::map<std::string, std::string> serialized; // function -> reason
 
   std::vector<PtxasKernelInfo> kernels;
   std::string propsFor; // the function whose "Function properties" were last announced
@@ -185,7 +190,9 @@ std::vector<PtxasKernelInfo> parsePtxasLog(const std::string &log) {
     return nullptr;
   };
   while (std::getline(in, line)) {
-    if (std::regex_search(line, m, entryRe)) {
+    if (std::regex_search(line, m, serialRe)) {
+      serialized[m[2]] = m[1];
+    } else if (std::regex_search(line, m, entryRe)) {
       kernels.push_back(PtxasKernelInfo{});
       kernels.back().name = m[1];
       propsFor.clear();
@@ -206,6 +213,9 @@ std::vector<PtxasKernelInfo> parsePtxasLog(const std::string &log) {
         k.sharedBytes = toInt(m[1]);
     }
   }
+  for (PtxasKernelInfo &k : kernels)
+    if (auto it = serialized.find(k.name); it != serialized.end())
+      k.wgmmaSerialized = it->second;
   return kernels;
 }
 

@@ -39,6 +39,11 @@ std::string resourceTable(const CompileResult &r, const std::vector<PtxasKernelI
        << o.warpsPerSM << std::setw(7) << occ.str() << "  " << o.limitedBy
        << (k.spillStores || k.spillLoads ? " (spills registers to local memory)" : "") << "\n";
   }
+  // A kernel whose wgmmas ptxas serialized: they wait for one another.
+  for (const PtxasKernelInfo &k : kernels)
+    if (!k.wgmmaSerialized.empty())
+      os << "remark: " << k.name << ": ptxas serializes its wgmma instructions (due to "
+         << k.wgmmaSerialized << "): each waits for the one before\n";
   // For a kernel that spills: what its loops keep live, the first place to look.
   for (const PtxasKernelInfo &k : kernels) {
     auto carried = r.loopCarried.find(k.name);
@@ -79,7 +84,8 @@ options:
                        resources  for each kernel: block size, registers, spills,
                                shared memory (static + dynamic) and occupancy
                                (blocks and warps per SM, and what limits them),
-                               from ptxas's report for the target
+                               from ptxas's report for the target; a remark
+                               when ptxas serialized a kernel's wgmma, and why
                        cubin   a cubin assembled by ptxas; needs -o; prints ptxas's
                                resource report (registers, spills, shared memory,
                                stack) for each kernel to stderr

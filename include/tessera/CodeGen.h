@@ -81,6 +81,10 @@ struct PtxasKernelInfo {
   int sharedBytes = 0; ///< static shared memory
   int stackBytes = 0;  ///< stack frame
   int barriers = 0;
+  /// Why ptxas serialized the kernel's wgmma instructions (its "Potential
+  /// Performance Loss" info: a call in the kernel, too few registers for the
+  /// wgmma pipeline, ...); empty when it did not.
+  std::string wgmmaSerialized;
 };
 /// Parses the `ptxas -v` report: one entry per entry function, in order.
 std::vector<PtxasKernelInfo> parsePtxasLog(const std::string &log);

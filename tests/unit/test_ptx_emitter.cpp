@@ -405,7 +405,25 @@ TEST_CASE("ptxas: report parsing", "[ptxas]") {
   CHECK(ks[1].name == "k2");
   CHECK(ks[1].registers == 8);
   CHECK(ks[1].sharedBytes == 0);
+  CHECK(ks[0].wgmmaSerialized.empty());
   CHECK(parsePtxasLog("").empty());
+}
+
+TEST_CASE("ptxas: a report of serialized wgmma names its kernel and reason", "[ptxas]") {
+  // The line comes before the function's "Compiling entry function" (ptxas 13.0).
+  const char *log =
+      "ptxas info    : (C7510) Potential Performance Loss: wgmma.mma_async instructions are "
+      "serialized due to wgmma pipeline crossing function boundary at a function call in the "
+      "function 'k2'\n"
+      "ptxas info    : Compiling entry function 'k1' for 'sm_90a'\n"
+      "ptxas info    : Used 40 registers, used 1 barriers\n"
+      "ptxas info    : Compiling entry function 'k2' for 'sm_90a'\n"
+      "ptxas info    : Used 168 registers, used 2 barriers\n";
+  auto ks = parsePtxasLog(log);
+  REQUIRE(ks.size() == 2);
+  CHECK(ks[0].wgmmaSerialized.empty());
+  CHECK(ks[1].wgmmaSerialized == "wgmma pipeline crossing function boundary at a function call");
+  CHECK(ks[1].registers == 168);
 }
 
 TEST_CASE("ptxas: assembles, reports, and rejects bad PTX", "[ptxas]") {
