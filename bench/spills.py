@@ -27,6 +27,8 @@ REPORT = re.compile(r"^kernel (\S+) \((\S+)\): registers=(\d+) spill_stores=(\d+
 MATMUL_FACTS = ["stride_am%16", "stride_bk%16", "stride_cm%16", "stride_ak=1", "stride_bn=1",
                 "stride_cn=1", "M%16", "N%16", "K%16"]
 ATTENTION_FACTS = ["stride_d=1", "stride_n%16", "stride_h%16", "stride_z%16", "N%16"]
+ROAST_DX_FACTS = ["stride_dyn=1", "stride_dxk=1", "stride_dyb%16", "stride_dxb%16", "B%16", "K%16",
+                  "N%16", "mem_size%16"]
 LAUNCHED = [("basics/matmul.tile", "matmul", [], MATMUL_FACTS),
             ("basics/matmul_persistent.tile", "matmul_persistent", [], MATMUL_FACTS),
             # B column-major (K-major), as the kernel documents.
@@ -41,7 +43,7 @@ def autotune_configs(path, kernel):
     """The configs of `kernel`'s @autotune decorator in the .tile file and its prune
     expression (Python syntax, evaluated here on each config and the head dim)."""
     text = open(path).read()
-    end = re.search(r"\)\s*@kernel\s*def " + kernel + r"\(", text).start()
+    end = re.search(r"\)\s*@kernel(\([^)]*\))?\s*def " + kernel + r"\(", text).start()
     deco = text[text.rindex("@autotune(", 0, end):end]
     value = lambda v: int(v) if v.isdigit() else v == "True" if v in ("True", "False") else v
     configs = [dict((k, value(v)) for k, v in re.findall(r"(\w+)=(\w+)", c))
@@ -71,6 +73,22 @@ for k in ("flash_attn_fwd", "flash_attn_bwd", "flash_attn_bwd_atomic"):
                 LAUNCHED.append(("attention/flash_attn.tile", k, opts, ATTENTION_FACTS))
 
 
+# ROAST's dX as roast::Linear launches it (both mappings, every config of its space that
+# fits): its aligned mapping copies W by TMA at computed origins, whose checks once made
+# ptxas serialize every wgmma (bench/NOTES.md, session 30).
+_dx_configs, _dx_prune = autotune_configs(os.path.join(ROOT, "kernels_dsl/roast/roast_mm_dx.tile"),
+                                          "roast_mm_dx")
+for aligned in ("True", "False"):
+    for c in _dx_configs:
+        if not eval(_dx_prune, {}, {"DT": "f32", "f32": "f32", **c}):
+            continue
+        opts = ["-D", f"ALIGNED={aligned}"]
+        for name, v in c.items():
+            opts += {"num_warps": ["--num-warps", str(v)],
+                     "num_stages": ["--num-stages", str(v)]}.get(name, ["-D", f"{name}={v}"])
+        LAUNCHED.append(("roast/roast_mm_dx.tile", "roast_mm_dx", opts, ROAST_DX_FACTS))
+
+
 def compile_report(tessera, path, extra):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "k.cubin")
@@ -83,7 +101,8 @@ def compile_report(tessera, path, extra):
             m = REPORT.match(line)
             if m:
                 rows.append({"kernel": m.group(1), "registers": int(m.group(3)),
-                             "spill_stores": int(m.group(4)), "spill_loads": int(m.group(5))})
+                             "spill_stores": int(m.group(4)), "spill_loads": int(m.group(5)),
+                             "wgmma_serialized": " wgmma_serialized=yes" in line})
         return rows
 
 
@@ -136,6 +155,19 @@ def main():
                         "argument facts the JIT takes from contiguous, 16-byte aligned tensors (ptxas"
                         + "".join("; " + r["kernel"] for r in as_launched) + ")",
                 "measured": len(as_launched), "target": 0, "better": "lower", "met": not as_launched}]
+    # As the JIT compiles them: a default row counts unless the kernel's launched default
+    # (with argument facts) is listed and not serialized; every launched config counts.
+    serialized = [r for r in rows if r["wgmma_serialized"]
+                  and not any(l["kernel"] == r["kernel"] and l["config"] == "default"
+                              and not l["wgmma_serialized"] for l in launched)]
+    serialized += [r for r in launched if r["wgmma_serialized"]]
+    without_facts = [r["kernel"] for r in rows if r["wgmma_serialized"]]
+    targets.append({"name": "kernels of kernels_dsl/ at their default configuration and launched configs "
+                            "whose wgmma instructions ptxas serializes, as the JIT compiles them (its C75xx "
+                            "info: a call in the kernel, for one)"
+                            + "".join(f"; {r['kernel']} {r.get('config', 'default')}" for r in serialized)
+                            + (f"; without argument facts also {', '.join(without_facts)}" if without_facts else ""),
+                    "measured": len(serialized), "target": 0, "better": "lower", "met": not serialized})
     result = {"benchmark": "spills",
               "device": "none: ptxas for sm_90a (" + ptxas_version(args.bin) + "); spills are compile-time",
               "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -144,8 +176,9 @@ def main():
                       "configuration (constexpr defaults, 4 warps, no argument facts; what tests/ptxas_check.sh "
                       "compiles). launched: those that spill there, compiled with the facts the JIT takes "
                       "from contiguous, 16-byte aligned tensors, and flash attention at every config of its "
-                      "@autotune spaces (what bench/attention_bench.cpp tunes; figures: "
-                      f"{len(launched_spilling)} of {len(launched)} spill).",
+                      "@autotune spaces (what bench/attention_bench.cpp tunes) and ROAST's dX at every "
+                      f"config of its space, both mappings ({len(launched_spilling)} of {len(launched)} "
+                      "spill). wgmma_serialized: ptxas reported that it serialized the kernel's wgmma.",
               "rows": rows, "launched": launched, "targets": targets}
     with open(args.out, "w") as f:
         json.dump(result, f, indent=2)

@@ -254,7 +254,8 @@ int cmdCompile(int argc, char **argv) {
                 << " spill_stores=" << k.spillStores << " spill_loads=" << k.spillLoads
                 << " shared=" << k.sharedBytes
                 << " dynamic_shared=" << (dyn == r.sharedBytes.end() ? 0 : dyn->second)
-                << " stack=" << k.stackBytes << "\n";
+                << " stack=" << k.stackBytes
+                << (k.wgmmaSerialized.empty() ? "" : " wgmma_serialized=yes") << "\n";
     }
     result = std::move(binary);
   }
