@@ -374,6 +374,12 @@ bool onlyArgs(const LinearForm &f, Block &entry) {
   });
 }
 
+/// Whether every value of `f` fits 32 bits: TMA's coordinates are i32, and
+/// a wider value (an i64 product) may not.
+bool narrow(const LinearForm &f) {
+  return llvm::all_of(f.terms, [](auto &t) { return t.first.getType().getIntOrFloatBitWidth() <= 32; });
+}
+
 /// Splits a tile's scalar offset `rest` into outer dimensions (a coordinate
 /// times a stride over the arguments) and what adds to its column origin (a
 /// term that is no such product, and the constant), or the reason why not.
@@ -390,9 +396,13 @@ std::string outerDimsOf(const LinearForm &rest, Block &entry,
     if (mul && !onlyArgs(b, entry))
       std::swap(a, b);
     if (!mul || !onlyArgs(b, entry) || b.isConstant()) {
+      if (!narrow(LinearForm::leaf(v)))
+        return "a scalar offset wider than 32 bits (TMA's coordinates are i32)";
       toColumns.add(LinearForm::leaf(v), k); // an offset in elements
       continue;
     }
+    if (!narrow(a))
+      return "a coordinate wider than 32 bits (TMA's coordinates are i32)";
     b.scale(k);
     outer.push_back({b, a});
   }

@@ -17,7 +17,8 @@
 // and head of FlashAttention's K and V): each product of a coordinate and a
 // stride over the arguments becomes a dimension of its own past the rows,
 // and a dimension no mask term bounds gets an unbounded extent (the program
-// reads every element of it that the tile covers). A coordinate along such
+// reads every element of it that the tile covers). Coordinates are i32, so
+// each value they are built from must fit 32 bits. A coordinate along such
 // a dimension must not be negative (TMA would read zeros where the program
 // reads memory): the analysis proves it from program ids, constants, sums,
 // products, quotients and remainders, taking the integer arguments it meets
