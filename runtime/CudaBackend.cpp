@@ -309,9 +309,12 @@ private:
     if (base % 16)
       throw Error(what + ": the address passed as argument " + std::to_string(spec.pointerArg) +
                   " is not 16-byte aligned, which TMA needs");
-    if (pitch <= 0 || pitch % 16 || pitch >= (int64_t(1) << 40))
-      throw Error(what + ": a row pitch of " + std::to_string(pitch) +
-                  " bytes; TMA needs a positive multiple of 16 below 2^40");
+    auto checkStride = [&](int64_t bytes, const std::string &which) {
+      if (bytes <= 0 || bytes % 16 || bytes >= (int64_t(1) << 40))
+        throw Error(what + ": " + which + " of " + std::to_string(bytes) +
+                    " bytes; TMA needs a positive multiple of 16 below 2^40");
+    };
+    checkStride(pitch, "a row pitch");
     // Outer dimensions (at most three: TMA's rank is five at most).
     if (spec.outer.size() > TensorMapSpec::kMaxOuter)
       throw Error(what + ": " + std::to_string(spec.outer.size()) +
@@ -322,9 +325,7 @@ private:
     for (size_t d = 0; d < spec.outer.size(); ++d) {
       int64_t extent = std::max<int64_t>(1, eval(spec.outer[d].extent));
       int64_t stride = eval(spec.outer[d].stride) * spec.elementBytes;
-      if (stride <= 0 || stride % 16 || stride >= (int64_t(1) << 40))
-        throw Error(what + ": a stride of " + std::to_string(stride) + " bytes in dimension " +
-                    std::to_string(d + 2) + "; TMA needs a positive multiple of 16 below 2^40");
+      checkStride(stride, "the stride of dimension " + std::to_string(d + 2));
       dims[d + 2] = cuuint64_t(extent);
       strides[d + 1] = cuuint64_t(stride);
     }

@@ -387,10 +387,8 @@ std::string outerDimsOf(const LinearForm &rest, Block &entry,
                         SmallVectorImpl<TensorMapOperand::OuterDim> &outer, LinearForm &toColumns) {
   toColumns = LinearForm::constant(rest.c);
   for (auto [v, k] : rest.terms) {
-    Value x = v;
-    while (isa_and_present<arith::ExtSIOp, arith::ExtUIOp>(x.getDefiningOp()))
-      x = x.getDefiningOp()->getOperand(0);
-    auto mul = x.getDefiningOp<arith::MulIOp>();
+    // linearFormOf looked through casts: a leaf is the product itself.
+    auto mul = v.getDefiningOp<arith::MulIOp>();
     LinearForm a = mul ? linearFormOf(mul.getLhs()) : LinearForm(),
                b = mul ? linearFormOf(mul.getRhs()) : LinearForm();
     if (mul && !onlyArgs(b, entry))
