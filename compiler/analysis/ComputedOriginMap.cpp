@@ -76,7 +76,8 @@ std::optional<unsigned> baseArgument(Value p, Block &entry) {
     Operation *op = p.getDefiningOp();
     if (auto ap = dyn_cast_or_null<tile::AddPtrOp>(op))
       p = ap.getPtr();
-    else if (op && isa<tile::SplatOp, tile::BroadcastOp, tgpu::ConvertLayoutOp, tile::HintOp>(op))
+    else if (op && isa<tile::SplatOp, tile::BroadcastOp, tile::ExpandDimsOp, tgpu::ConvertLayoutOp,
+                       tile::HintOp>(op))
       p = op->getOperand(0);
     else
       return std::nullopt;

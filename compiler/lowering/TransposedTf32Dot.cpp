@@ -48,7 +48,7 @@ SmallVector<Value> DotLoopEmitter::bShiftedFragOffsets(Value gi) {
     Value shift = LLVM::LoadOp::create(b_, loc, i32,
                                        LLVM::IntToPtrOp::create(b_, loc, ptr3, shiftWord(slotOf(gi), run)), 4);
     Value off = arith::AddIOp::create(
-        b_, loc, arith::MulIOp::create(b_, loc, run, c32(bRunLen * eb + 16)),
+        b_, loc, arith::MulIOp::create(b_, loc, run, c32(bBoxes ? BK * rawRow : bRunLen * eb + 16)),
         arith::AddIOp::create(b_, loc, arith::MulIOp::create(b_, loc, in, c32(eb)), shift));
     offs.push_back(arith::AddIOp::create(b_, loc, laneRow, off));
   }

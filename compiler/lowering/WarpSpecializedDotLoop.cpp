@@ -43,8 +43,10 @@ void DotLoopEmitter::wsSetup() {
     b_.setInsertionPointToStart(init.thenBlock());
     for (int64_t q = 0; q < S; ++q) {
       // `full` completes with the cp.async arrivals of every producer thread
-      // and the TMA thread's expect_tx arrival (its bytes landed).
-      int64_t fullCount = (anyCpAsync() ? P : 0) + (anyTma() ? 1 : 0) + bRuns;
+      // and the TMA thread's expect_tx arrival (its bytes landed), plus one
+      // a shifted run copied by cp.async (the thread that publishes its
+      // shift; the TMA thread publishes before its own arrival).
+      int64_t fullCount = (anyCpAsync() ? P : 0) + (anyTma() ? 1 : 0) + (bBoxes ? 0 : bRuns);
       kl_.mbarrierInit(mbar(0, c32(q)), fullCount, loc);
       kl_.mbarrierInit(mbar(1, c32(q)), opts_.numWarps, loc);
     }
