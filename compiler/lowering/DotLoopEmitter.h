@@ -84,11 +84,11 @@ public:
         warpgroups(opts.numWarps / 4), S(stages), WA(std::min<int64_t>(128, BK * eb)),
         WB(bStageKMajor ? WA : std::min<int64_t>(128, BN * eb)), aBytes(BM * BK * eb),
         bBytes(BK * BN * eb), stageBytes(aBytes + bBytes),
-        bBoxes(shiftedBoxesApply()),
-        bRuns(shiftsRows(swap, BM) || bBoxes ? copier_.shiftedRuns(m.loadB) : 0),
+        bBulk(shiftedBulkApplies()),
+        bRuns(shiftsRows(swap, BM) || bBulk ? copier_.shiftedRuns(m.loadB) : 0),
         bRunLen(bRuns ? copier_.runLength(m.loadB) : 0),
-        rawRow(bBoxes ? (bRunLen + 8) * eb : swap ? swapRawRow(BN * eb, bRuns) : BN * eb + 16),
-        rawBytes(bBoxes ? bRuns * BK * rawRow : BK * rawRow), stagedBytes(S * aBytes + 3 * bBytes + (S - 2) * rawBytes),
+        rawRow(bBulk ? bRunLen * eb : swap ? swapRawRow(BN * eb, bRuns) : BN * eb + 16),
+        rawBytes(bBulk ? (bRuns * bulkBytes() + 127) / 128 * 128 : BK * rawRow), stagedBytes(S * aBytes + 3 * bBytes + (S - 2) * rawBytes),
         bStaged(bViaRegs && S >= 4 && smem.used() + 1024 + stagedBytes <= smem.limit()),
         totalBytes(bStaged ? stagedBytes : swap ? S * (aBytes + rawBytes) : ringBytes(swap, BM, BN, BK, eb, S)),
         bLay(copyLayout(m.loadB)),
@@ -209,13 +209,20 @@ private:
   // never sits between a load and a store. With 3 stages, or when that does
   // not fit, B goes through registers within the iteration.
   // tf32 C^T path, warp-specialized with TMA, B rows of unknown but shared
-  // alignment in runs that analyzeComputedOrigin follows (RzLinear's hashed
-  // W): each run of every stage is one TMA box from the 16-byte boundary at
-  // or below its start (shiftedBoxesFor), and the B^T fragments are read at
-  // the run's shift as below. The stage is then run-major: run q's BK rows
-  // of rawRow bytes each at q * BK * rawRow.
-  const bool bBoxes;
-  bool shiftedBoxesApply();
+  // alignment whose runs are adjacent rows of one block (RzLinear's hashed W
+  // with BN a multiple of its hash tile's width: each run is BK rows of a
+  // contiguous block): each run of every stage is one 1-D bulk copy
+  // (cp.async.bulk) from the 16-byte boundary at or below its start, and
+  // the B^T fragments are read at the run's shift as below. One copy reads
+  // the block's lines once (65 128-byte lines for 32 x 64 f32), where a copy
+  // per row reads 3 lines a 256-byte row (96): as a TMA box a row, 20%
+  // slower (512 x 20480^2, H200). The stage is run-major: run q at
+  // q * bulkBytes(), its rows rawRow (the run's bytes) apart.
+  unsigned bBulkBase = 0; // the pointer argument B's runs are addressed from (before bBulk: set by it)
+  const bool bBulk;
+  bool shiftedBulkApplies();
+  // One run's bulk copy: its BK rows and one 16-byte chunk for the shift.
+  int64_t bulkBytes() const { return BK * bRunLen * eb + 16; }
   // tf32 C^T path, B rows of unknown but shared alignment (ROAST's hashed
   // blocks in RzLinear's mapping), each row bRuns contiguous runs of bRunLen
   // elements (bRuns = 0: B is copied otherwise): each run copied from the
@@ -277,10 +284,8 @@ private:
     // holds one aligned group of this many rows. 0: an affine map, one box
     // per column block at origins moving by a constant step.
     int64_t groupRows = 0;
-    // bBoxes: one unswizzled box per run of B, bRunLen + 4 columns read (the
-    // 16-byte chunks that hold the run) and 4 more zero-filled, in a 3-D
-    // map whose third dimension steps 16 bytes (the box's start).
-    bool shifted = false;
+    // bBulk: B's runs by 1-D bulk copies, no tensor map.
+    bool bulk = false;
   };
   std::optional<TmaOperand> tmaA, tmaB;
   std::string tmaWhyNot; // why an operand is not loaded by TMA (remarks)
@@ -293,13 +298,11 @@ private:
   // analyzeComputedOrigin allows (else `why`).
   std::optional<TmaOperand> computedOriginFor(tile::LoadOp ld, int64_t rows, int64_t width,
                                               int64_t cols, std::string &why);
-  // bBoxes' operand for B (after the constructor decided it applies).
-  TmaOperand shiftedBoxesFor();
-  // bBoxes: for each run of iteration j's B (bound), its box's outer
-  // coordinate (the start in 16-byte units), after storing the run's shift
-  // for running iteration gj's stage; the consumers read it once `full`
-  // completes, which the producer's expect_tx arrival (release) orders.
-  SmallVector<Value> publishShiftedBoxes(Value gj);
+  // bBulk: for each run of iteration j's B (bound), the global address its
+  // bulk copy starts at, after storing the run's shift for running
+  // iteration gj's stage; the consumers read it once `full` completes,
+  // which the producer's expect_tx arrival (release) orders.
+  SmallVector<Value> publishShiftedBulk(Value gj);
   // An i32 value of a linear form over lowered scalars.
   Value materialize(const LinearForm &f);
   // Thread 0 of the producers: expect the stage's TMA bytes on `full`, then

@@ -141,7 +141,7 @@ std::string DotLoopEmitter::summary() const {
       : useWgmma ? "wgmma m64n" + std::to_string(BN) + "k" + std::to_string(kPerInst)
                  : std::string("mma.sync m16n8k16 with ldmatrix");
   std::string a = aMMajor ? ", A copied M-major (read transposed by wgmma)" : "";
-  std::string b = bBoxes ? ", B rows of unknown alignment boxed from 16-byte boundaries and read shifted"
+  std::string b = bBulk ? ", B runs of unknown alignment bulk-copied from 16-byte boundaries and read shifted"
                   : bRuns ? ", B rows of unknown alignment copied from 16-byte boundaries and read shifted"
                   : m_.bGathered ? ", B gathered into a K-major stage"
                   : m_.bColumnMajor ? ", B column-major, copied K-major"

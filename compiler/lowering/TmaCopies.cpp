@@ -82,70 +82,47 @@ DotLoopEmitter::computedOriginFor(tile::LoadOp ld, int64_t rows, int64_t width, 
   return TmaOperand{m, Value(), rows, width, cols * eb / width, c->groupRows};
 }
 
-bool DotLoopEmitter::shiftedBoxesApply() {
+bool DotLoopEmitter::shiftedBulkApplies() {
   tile::LoadOp ld = m_.loadB;
   if (!swap || !ws || !opts_.tma || ld.getMask())
     return false;
   int64_t runs = copier_.shiftedRuns(ld), len = runs ? copier_.runLength(ld) : 0;
-  // Boxes of at most 256 columns, each at a 128-byte aligned shared address.
-  if (!runs || len + 8 > 256 || (BK * (len + 8) * eb) % 128)
+  if (!runs)
     return false;
-  // One box per run: the run's rows must be one group a constant stride apart.
+  // A run's BK rows must be adjacent: one group, rows a run's length apart.
   std::string why;
   std::optional<analysis::ComputedOriginOperand> c = analysis::analyzeComputedOrigin(
       ld, eb, len, std::min<int64_t>(BK, 256), kl_.source().getBody().front(), kl_.axis(), why);
-  return c && c->groupRows == BK;
+  if (!c || c->groupRows != BK || c->rowStride != len)
+    return false;
+  bBulkBase = c->pointerArg;
+  return true;
 }
 
-DotLoopEmitter::TmaOperand DotLoopEmitter::shiftedBoxesFor() {
-  std::string why;
-  analysis::ComputedOriginOperand c = *analysis::analyzeComputedOrigin(
-      m_.loadB, eb, bRunLen, std::min<int64_t>(BK, 256), kl_.source().getBody().front(), kl_.axis(), why);
-  // Element (x, r, o) lies at base + x + r * stride + o * 16 bytes: a box at
-  // (0, 0, o) reads the run's rows from the 16-byte boundary 16 * o, and
-  // columns from bRunLen + 4 on are past the extent (zeros, nothing read).
-  TensorMapOperand m;
-  m.pointerArg = c.pointerArg;
-  m.rowStride = LinearForm::constant(c.rowStride);
-  m.cols = LinearForm::constant(bRunLen + 16 / eb);
-  m.rows = LinearForm::constant(BK);
-  m.outer.push_back({LinearForm::constant(16 / eb), LinearForm::constant(0)});
-  TmaOperand t{m, Value(), BK, rawRow, bRuns, BK};
-  t.shifted = true;
-  return t;
-}
-
-SmallVector<Value> DotLoopEmitter::publishShiftedBoxes(Value gj) {
+SmallVector<Value> DotLoopEmitter::publishShiftedBulk(Value gj) {
   Block &entry = kl_.source().getBody().front();
-  Value base =
-      LLVM::PtrToIntOp::create(b_, loc, i64, kl_.scalarOf(entry.getArgument(tmaB->map.pointerArg)));
-  SmallVector<Value> outer;
+  Value base = LLVM::PtrToIntOp::create(
+      b_, loc, i64, kl_.scalarOf(entry.getArgument(bBulkBase)));
+  SmallVector<Value> src;
   for (int64_t q = 0; q < bRuns; ++q) {
-    Value p = kl_.elem(m_.loadB.getPtr(), {c32(0), c32(q * bRunLen)}, loc);
-    Value off = arith::SubIOp::create(b_, loc, LLVM::PtrToIntOp::create(b_, loc, i64, p), base);
-    // The map reaches [0, 2^35) bytes from the base (outer coordinates are
-    // i32); elsewhere stop the kernel, by a trap (no call: see
-    // issueComputedOriginBoxes).
-    kl_.trapIf(arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::uge, off, c64(int64_t(1) << 35)),
-               m_.loadB.getLoc());
-    // The run starts `s` bytes past a 16-byte boundary (the base is aligned:
-    // the runtime checks). The box starts at that boundary, so it reads only
-    // chunks that hold elements of the run, the last one included. An
-    // aligned run starts its box one chunk earlier (shift 16: the elements
-    // before the run in Mem, in bounds), so that its last chunk is not
-    // followed by one past the tile, which might be past Mem's end; a run at
-    // the base itself keeps shift 0 and its box reads one chunk past it.
-    Value s = arith::AndIOp::create(b_, loc, off, c64(15));
+    Value a = LLVM::PtrToIntOp::create(b_, loc, i64, kl_.elem(m_.loadB.getPtr(), {c32(0), c32(q * bRunLen)}, loc));
+    // The run starts `s` bytes past a 16-byte boundary; the copy starts at
+    // that boundary and ends in the chunk that holds the run's last element:
+    // it reads only chunks that hold elements of the block. An aligned run
+    // starts one chunk earlier (shift 16: elements of Mem before the block),
+    // so that no chunk past the block is read, which might lie past Mem's
+    // end; a run at the base argument itself keeps shift 0.
+    Value s = arith::AndIOp::create(b_, loc, a, c64(15));
     Value early = arith::AndIOp::create(
         b_, loc, arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::eq, s, c64(0)),
-        arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::uge, off, c64(16)));
+        arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::uge, arith::SubIOp::create(b_, loc, a, base),
+                              c64(16)));
     Value shift = arith::SelectOp::create(b_, loc, early, c64(16), s);
-    Value o = arith::ShRUIOp::create(b_, loc, arith::SubIOp::create(b_, loc, off, shift), c64(4));
     LLVM::StoreOp::create(b_, loc, arith::TruncIOp::create(b_, loc, i32, shift),
                           LLVM::IntToPtrOp::create(b_, loc, ptr3, shiftWord(slotOf(gj), c32(q))), 4);
-    outer.push_back(arith::TruncIOp::create(b_, loc, i32, o));
+    src.push_back(arith::SubIOp::create(b_, loc, a, shift));
   }
-  return outer;
+  return src;
 }
 
 void DotLoopEmitter::planTma() {
@@ -154,19 +131,20 @@ void DotLoopEmitter::planTma() {
   tmaA = aMMajor ? tmaFor(m_.loadA, BK, WAm()) : tmaFor(m_.loadA, BM, WA);
   if (!swap)
     tmaB = tmaFor(m_.loadB, kMajorB ? BN : BK, WB);
-  else if (bBoxes)
-    tmaB = shiftedBoxesFor();
+  else if (bBulk) {
+    tmaB = TmaOperand{};
+    tmaB->bulk = true;
+  }
   else if (tmaWhyNot.empty())
     tmaWhyNot = "B: copied row-major with padded rows for its B^T fragments";
 }
 
 bool DotLoopEmitter::addTensorMaps() {
   for (std::optional<TmaOperand> *t : {&tmaA, &tmaB}) {
-    if (!*t)
+    if (!*t || (*t)->bulk)
       continue;
     TensorMapSpec s = tensorMapSpecOf((*t)->map, ea, (*t)->width / eb,
-                                      (*t)->groupRows ? (*t)->groupRows : (*t)->rows,
-                                      (*t)->shifted ? 0 : (*t)->width);
+                                      (*t)->groupRows ? (*t)->groupRows : (*t)->rows, (*t)->width);
     (*t)->param = kl_.addTensorMapParam(s, loc);
     if (!(*t)->param)
       return kl_.fail(op_, "could not add a tensor-map parameter");
@@ -177,22 +155,24 @@ bool DotLoopEmitter::addTensorMaps() {
 Value DotLoopEmitter::materialize(const LinearForm &f) { return materializeForm(kl_, b_, loc, f); }
 
 bool DotLoopEmitter::issueTma(Value j, Value gj, Value fullBar) {
-  // Computed origins read the pointer tiles of iteration j.
-  bool bind = (tmaA && tmaA->groupRows) || (tmaB && tmaB->groupRows);
+  // Computed origins and bulk copies read the pointer tiles of iteration j.
+  bool bind = (tmaA && tmaA->groupRows) || (tmaB && (tmaB->groupRows || tmaB->bulk));
   if (bind && !bindIteration(j)) {
     vals_.popScope();
     return false;
   }
-  // Shifted boxes store their shifts before the arrival that publishes them.
-  SmallVector<Value> shiftedOuter = tmaB && tmaB->shifted ? publishShiftedBoxes(gj) : SmallVector<Value>();
-  int64_t bytes = (tmaA ? aBytes : 0) + (tmaB ? (tmaB->shifted ? rawBytes : bBytes) : 0);
+  // Bulk copies store their shifts before the arrival that publishes them.
+  SmallVector<Value> bulkSrc = tmaB && tmaB->bulk ? publishShiftedBulk(gj) : SmallVector<Value>();
+  int64_t bytes = (tmaA ? aBytes : 0) + (tmaB ? (tmaB->bulk ? bRuns * bulkBytes() : bBytes) : 0);
   asmCall({}, {fullBar, c32(bytes)}, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;",
           "r,r,~{memory}");
   auto issue = [&](const TmaOperand &t, tile::LoadOp ld, Value stage) {
-    if (t.shifted) {
+    if (t.bulk) {
       for (int64_t q = 0; q < bRuns; ++q)
-        issueTensorBox(kl_, loc, arith::AddIOp::create(b_, loc, stage, c32(q * BK * rawRow)), t.param,
-                       {c32(0), c32(0), shiftedOuter[q]}, fullBar);
+        asmCall({}, {arith::AddIOp::create(b_, loc, stage, c32(q * bulkBytes())), bulkSrc[q],
+                     c32(bulkBytes()), fullBar},
+                "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1], $2, [$3];",
+                "r,l,r,r,~{memory}");
       return;
     }
     if (t.groupRows) {
@@ -210,7 +190,7 @@ bool DotLoopEmitter::issueTma(Value j, Value gj, Value fullBar) {
   if (tmaA)
     issue(*tmaA, m_.loadA, aStage(gj));
   if (tmaB)
-    issue(*tmaB, m_.loadB, tmaB->shifted ? rawStage(gj) : bStage(gj));
+    issue(*tmaB, m_.loadB, tmaB->bulk ? rawStage(gj) : bStage(gj));
   if (bind)
     vals_.popScope();
   return true;

@@ -48,7 +48,7 @@ SmallVector<Value> DotLoopEmitter::bShiftedFragOffsets(Value gi) {
     Value shift = LLVM::LoadOp::create(b_, loc, i32,
                                        LLVM::IntToPtrOp::create(b_, loc, ptr3, shiftWord(slotOf(gi), run)), 4);
     Value off = arith::AddIOp::create(
-        b_, loc, arith::MulIOp::create(b_, loc, run, c32(bBoxes ? BK * rawRow : bRunLen * eb + 16)),
+        b_, loc, arith::MulIOp::create(b_, loc, run, c32(bBulk ? bulkBytes() : bRunLen * eb + 16)),
         arith::AddIOp::create(b_, loc, arith::MulIOp::create(b_, loc, in, c32(eb)), shift));
     offs.push_back(arith::AddIOp::create(b_, loc, laneRow, off));
   }
@@ -67,17 +67,32 @@ void DotLoopEmitter::issueSwapWgmmas(Value i, Value fragOff, ArrayRef<Value> shi
   // With the interleaved rows of the transposed layout, a0/a1 (and a2/a3)
   // are adjacent N columns: one 8-byte load each.
   auto v2 = VectorType::get({2}, i32);
+  // Shifted runs are 4-byte aligned only: two 4-byte loads a pair. Rows are
+  // 8 banks apart (rawRow), so lanes c and c + 1 of the same word column
+  // meet in one bank every 8 columns; a lane whose c is odd loads its pair's
+  // second word first, and each load then hits 32 distinct banks (without
+  // that, every load is a 2-way conflict).
+  Value odd, oddBytes;
+  if (!shifted.empty()) {
+    odd = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::ne,
+                                arith::AndIOp::create(b_, loc, kl_.laneId(loc), c32(1)), c32(0));
+    oddBytes = arith::SelectOp::create(b_, loc, odd, c32(4), c32(0));
+  }
   auto loadFrags = [&](int64_t kk) {
     SmallVector<Value> regs;
     for (int64_t t = 0; t < T; ++t)
       for (int64_t q = 0; q < 4; q += 2) {
         int64_t row = (kk * 8 + (q >= 2 ? 4 : 0)) * rawRow;
-        if (!shifted.empty()) { // 4-byte aligned only
+        if (!shifted.empty()) {
           Value at = arith::AddIOp::create(b_, loc, arith::AddIOp::create(b_, loc, raw, shifted[t]), c32(row));
-          for (int64_t e = 0; e < 2; ++e) {
-            Value w = arith::AddIOp::create(b_, loc, at, c32(4 * e));
-            regs.push_back(LLVM::LoadOp::create(b_, loc, i32, LLVM::IntToPtrOp::create(b_, loc, ptr3, w), 4));
-          }
+          auto word = [&](Value w) {
+            return LLVM::LoadOp::create(b_, loc, i32, LLVM::IntToPtrOp::create(b_, loc, ptr3, w), 4);
+          };
+          Value first = word(arith::AddIOp::create(b_, loc, at, oddBytes));
+          Value second = word(arith::AddIOp::create(
+              b_, loc, at, arith::SubIOp::create(b_, loc, c32(4), oddBytes)));
+          regs.push_back(arith::SelectOp::create(b_, loc, odd, second, first));
+          regs.push_back(arith::SelectOp::create(b_, loc, odd, first, second));
           continue;
         }
         Value at = arith::AddIOp::create(b_, loc, frag, c32(row + t * 64 * 4));

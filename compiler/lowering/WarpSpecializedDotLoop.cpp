@@ -46,7 +46,7 @@ void DotLoopEmitter::wsSetup() {
       // and the TMA thread's expect_tx arrival (its bytes landed), plus one
       // a shifted run copied by cp.async (the thread that publishes its
       // shift; the TMA thread publishes before its own arrival).
-      int64_t fullCount = (anyCpAsync() ? P : 0) + (anyTma() ? 1 : 0) + (bBoxes ? 0 : bRuns);
+      int64_t fullCount = (anyCpAsync() ? P : 0) + (anyTma() ? 1 : 0) + (bBulk ? 0 : bRuns);
       kl_.mbarrierInit(mbar(0, c32(q)), fullCount, loc);
       kl_.mbarrierInit(mbar(1, c32(q)), opts_.numWarps, loc);
     }
