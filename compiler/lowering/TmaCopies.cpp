@@ -6,8 +6,10 @@
 // with bits 7-9, as `swizzled` computes), and zero-fills what lies past the
 // extents the mask gave. An operand whose origin is computed each iteration
 // (ROAST's hashed blocks) gets a box per aligned row group and column block,
-// placed at the pointer's value (analysis/ComputedOriginMap.h). See
-// docs/performance.md section 4.
+// placed at the pointer's value (analysis/ComputedOriginMap.h). B runs of
+// unknown alignment whose rows are adjacent (RzLinear's hashed W in the tf32
+// C^T loop) go as one 1-D bulk copy each, no tensor map, their shifts
+// published before the expect_tx arrival. See docs/performance.md section 4.
 #include "DotLoopEmitter.h"
 #include "TmaBoxes.h"
 
@@ -101,11 +103,11 @@ bool DotLoopEmitter::shiftedBulkApplies() {
 
 SmallVector<Value> DotLoopEmitter::publishShiftedBulk(Value gj) {
   Block &entry = kl_.source().getBody().front();
-  Value base = LLVM::PtrToIntOp::create(
-      b_, loc, i64, kl_.scalarOf(entry.getArgument(bBulkBase)));
+  Value base = LLVM::PtrToIntOp::create(b_, loc, i64, kl_.scalarOf(entry.getArgument(bBulkBase)));
   SmallVector<Value> src;
   for (int64_t q = 0; q < bRuns; ++q) {
-    Value a = LLVM::PtrToIntOp::create(b_, loc, i64, kl_.elem(m_.loadB.getPtr(), {c32(0), c32(q * bRunLen)}, loc));
+    Value a = LLVM::PtrToIntOp::create(b_, loc, i64,
+                                       kl_.elem(m_.loadB.getPtr(), {c32(0), c32(q * bRunLen)}, loc));
     // The run starts `s` bytes past a 16-byte boundary; the copy starts at
     // that boundary and ends in the chunk that holds the run's last element:
     // it reads only chunks that hold elements of the block. An aligned run
@@ -131,10 +133,8 @@ void DotLoopEmitter::planTma() {
   tmaA = aMMajor ? tmaFor(m_.loadA, BK, WAm()) : tmaFor(m_.loadA, BM, WA);
   if (!swap)
     tmaB = tmaFor(m_.loadB, kMajorB ? BN : BK, WB);
-  else if (bBulk) {
-    tmaB = TmaOperand{};
-    tmaB->bulk = true;
-  }
+  else if (bBulk)
+    tmaB = TmaOperand{TensorMapOperand{}, Value(), 0, 0, 0, 0, /*bulk=*/true};
   else if (tmaWhyNot.empty())
     tmaWhyNot = "B: copied row-major with padded rows for its B^T fragments";
 }
