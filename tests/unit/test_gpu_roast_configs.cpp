@@ -30,6 +30,30 @@ std::vector<Config> spaceOf(const std::string &path, const std::string &kernel) 
   return r.configSpaces.at(kernel)->configs;
 }
 
+/// roast_mm_fwd at config `c` (its constexprs `cx`) on X and Mem, into a Y
+/// poisoned with NaN (zeroed for a split K, whose splits add into it), as
+/// the host reads Y back.
+std::vector<float> forwardAt(Context &ctx, const std::string &path, const Config &c,
+                             const std::map<std::string, ConstexprValue> &cx,
+                             const DeviceBuffer<float> &X, const DeviceBuffer<float> &Mem,
+                             const std::array<int32_t, 8> &R, int64_t B, int64_t K, int64_t N,
+                             int64_t H, float lam) {
+  JitOptions o;
+  c.applyTo(o);
+  Kernel k = compile(ctx, path, "roast_mm_fwd", cx, o);
+  const int64_t split = c.getOr("SPLIT_K", 1);
+  auto Y = ctx.alloc<float>(size_t(B * N));
+  if (split > 1)
+    Y.zero();
+  else
+    Y.memsetBytes(0xFF);
+  k.launch(ctx.stream(), Grid::of(cdiv(B, c.get("BM")) * cdiv(N, c.get("BN")), split), X, Mem, Y,
+           R[1], R[2], R[3], R[4], R[5], R[7], int32_t(B), int32_t(K), int32_t(N), int32_t(H), lam,
+           int32_t(K), int32_t(1), int32_t(N), int32_t(1));
+  ctx.synchronize();
+  return Y.toHost();
+}
+
 } // namespace
 
 TEST_CASE("GPU roast: every forward and dX config matches fp64 at ragged shapes smaller than "
@@ -61,28 +85,18 @@ TEST_CASE("GPU roast: every forward and dX config matches fp64 at ragged shapes 
         cx["HK"] = HK;
         cx["HN"] = HN;
         cx["ALIGNED"] = aligned;
-        JitOptions o;
-        c.applyTo(o);
         INFO(kernel << " aligned " << aligned << " BM " << c.get("BM") << " BK " << c.get("BK")
                     << " BN " << c.get("BN") << " warps " << c.numWarps.value_or(4) << " stages "
                     << c.numStages.value_or(4));
         const int64_t BM = c.get("BM"), BK = c.get("BK"), BN = c.get("BN");
         if (fwd && (HK % BK != 0 || (HN % BN != 0 && BN % HN != 0)))
           continue; // its static_asserts: BK divides HK, BN divides HN or is a multiple
-        Kernel k = compile(*ctx, path, kernel, cx, o);
         if (fwd) {
-          const int64_t split = c.getOr("SPLIT_K", 1);
-          auto Y = ctx->alloc<float>(size_t(B * N));
-          if (split > 1)
-            Y.zero();
-          else
-            Y.memsetBytes(0xFF);
-          k.launch(ctx->stream(), Grid::of(cdiv(B, BM) * cdiv(N, BN), split), X, Mem, Y, R[1],
-                   R[2], R[3], R[4], R[5], R[7], int32_t(B), int32_t(K), int32_t(N), int32_t(H),
-                   lam, int32_t(K), int32_t(1), int32_t(N), int32_t(1));
-          ctx->synchronize();
-          CHECK(relErrL2(Y.toHost(), y) < 3e-3);
+          CHECK(relErrL2(forwardAt(*ctx, path, c, cx, X, Mem, R, B, K, N, H, lam), y) < 3e-3);
         } else {
+          JitOptions o;
+          c.applyTo(o);
+          Kernel k = compile(*ctx, path, kernel, cx, o);
           auto dX = ctx->alloc<float>(size_t(B * K));
           dX.memsetBytes(0xFF);
           k.launch(ctx->stream(), Grid::of(cdiv(B, BM) * cdiv(K, BK)), dY, Mem, dX, R[1], R[2],
@@ -98,9 +112,9 @@ TEST_CASE("GPU roast: every forward and dX config matches fp64 at ragged shapes 
   CHECK(ran >= 20);
 }
 
-// RzLinear's runs at every 4-byte offset go by TMA boxes from the 16-byte
-// boundary at or below them (DotLoopEmitter::bBoxes): an aligned run starts
-// its box 16 bytes early (shift 16) unless it sits at the base itself
+// RzLinear's runs at every 4-byte offset go by bulk copies from the 16-byte
+// boundary at or below them (DotLoopEmitter::bBulk): an aligned run starts
+// its copy 16 bytes early (shift 16) unless it sits at the base itself
 // (shift 0). A memory array just larger than the hash tile puts every tile
 // at the first few offsets, the base among them.
 TEST_CASE("GPU roast: forward configs with tiles at the memory array's first offsets",
@@ -131,20 +145,8 @@ TEST_CASE("GPU roast: forward configs with tiles at the memory array's first off
       std::map<std::string, ConstexprValue> cx = c.constexprs;
       cx["HK"] = HK;
       cx["HN"] = HN;
-      JitOptions o;
-      c.applyTo(o);
       INFO("H " << H << " BM " << BM << " BK " << BK << " BN " << BN << " split " << split);
-      Kernel k = compile(*ctx, path, "roast_mm_fwd", cx, o);
-      auto Y = ctx->alloc<float>(size_t(B * N));
-      if (split > 1)
-        Y.zero();
-      else
-        Y.memsetBytes(0xFF);
-      k.launch(ctx->stream(), Grid::of(cdiv(B, BM) * cdiv(N, BN), split), X, Mem, Y, R[1], R[2],
-               R[3], R[4], R[5], R[7], int32_t(B), int32_t(K), int32_t(N), int32_t(H), lam,
-               int32_t(K), int32_t(1), int32_t(N), int32_t(1));
-      ctx->synchronize();
-      CHECK(relErrL2(Y.toHost(), y) < 3e-3);
+      CHECK(relErrL2(forwardAt(*ctx, path, c, cx, X, Mem, R, B, K, N, H, lam), y) < 3e-3);
       ++ran;
     }
   }
