@@ -8,6 +8,7 @@
 
 #include "KernelLowering.h"
 #include "StageCopier.h"
+#include "analysis/ComputedOriginMap.h"
 #include "analysis/TensorMapAnalysis.h"
 
 #include <cstdio>
@@ -84,11 +85,12 @@ public:
         warpgroups(opts.numWarps / 4), S(stages), WA(std::min<int64_t>(128, BK * eb)),
         WB(bStageKMajor ? WA : std::min<int64_t>(128, BN * eb)), aBytes(BM * BK * eb),
         bBytes(BK * BN * eb), stageBytes(aBytes + bBytes),
-        bBulk(shiftedBulkApplies()),
+        bulkOrigin(shiftedBulkOrigin()), bBulk(bulkOrigin.has_value()),
         bRuns(shiftsRows(swap, BM) || bBulk ? copier_.shiftedRuns(m.loadB) : 0),
         bRunLen(bRuns ? copier_.runLength(m.loadB) : 0),
         rawRow(bBulk ? bRunLen * eb : swap ? swapRawRow(BN * eb, bRuns) : BN * eb + 16),
-        rawBytes(bBulk ? (bRuns * bulkBytes() + 127) / 128 * 128 : BK * rawRow), stagedBytes(S * aBytes + 3 * bBytes + (S - 2) * rawBytes),
+        rawBytes(bBulk ? (bRuns * bulkBytes() + 127) / 128 * 128 : BK * rawRow),
+        stagedBytes(S * aBytes + 3 * bBytes + (S - 2) * rawBytes),
         bStaged(bViaRegs && S >= 4 && smem.used() + 1024 + stagedBytes <= smem.limit()),
         totalBytes(bStaged ? stagedBytes : swap ? S * (aBytes + rawBytes) : ringBytes(swap, BM, BN, BK, eb, S)),
         bLay(copyLayout(m.loadB)),
@@ -218,9 +220,11 @@ private:
   // per row reads 3 lines a 256-byte row (96): as a TMA box a row, 20%
   // slower (512 x 20480^2, H200). The stage is run-major: run q at
   // q * bulkBytes(), its rows rawRow (the run's bytes) apart.
-  unsigned bBulkBase = 0; // the pointer argument B's runs are addressed from (before bBulk: set by it)
+  // B's rows as analyzeComputedOrigin sees them (its pointer argument is
+  // the base of the shifts), when bBulk applies.
+  const std::optional<analysis::ComputedOriginOperand> bulkOrigin;
   const bool bBulk;
-  bool shiftedBulkApplies();
+  std::optional<analysis::ComputedOriginOperand> shiftedBulkOrigin();
   // One run's bulk copy: its BK rows and one 16-byte chunk for the shift.
   int64_t bulkBytes() const { return BK * bRunLen * eb + 16; }
   // tf32 C^T path, B rows of unknown but shared alignment (ROAST's hashed

@@ -84,26 +84,25 @@ DotLoopEmitter::computedOriginFor(tile::LoadOp ld, int64_t rows, int64_t width, 
   return TmaOperand{m, Value(), rows, width, cols * eb / width, c->groupRows};
 }
 
-bool DotLoopEmitter::shiftedBulkApplies() {
+std::optional<analysis::ComputedOriginOperand> DotLoopEmitter::shiftedBulkOrigin() {
   tile::LoadOp ld = m_.loadB;
   if (!swap || !ws || !opts_.tma || ld.getMask())
-    return false;
+    return std::nullopt;
   int64_t runs = copier_.shiftedRuns(ld), len = runs ? copier_.runLength(ld) : 0;
   if (!runs)
-    return false;
+    return std::nullopt;
   // A run's BK rows must be adjacent: one group, rows a run's length apart.
   std::string why;
   std::optional<analysis::ComputedOriginOperand> c = analysis::analyzeComputedOrigin(
       ld, eb, len, std::min<int64_t>(BK, 256), kl_.source().getBody().front(), kl_.axis(), why);
   if (!c || c->groupRows != BK || c->rowStride != len)
-    return false;
-  bBulkBase = c->pointerArg;
-  return true;
+    return std::nullopt;
+  return c;
 }
 
 SmallVector<Value> DotLoopEmitter::publishShiftedBulk(Value gj) {
   Block &entry = kl_.source().getBody().front();
-  Value base = LLVM::PtrToIntOp::create(b_, loc, i64, kl_.scalarOf(entry.getArgument(bBulkBase)));
+  Value base = LLVM::PtrToIntOp::create(b_, loc, i64, kl_.scalarOf(entry.getArgument(bulkOrigin->pointerArg)));
   SmallVector<Value> src;
   for (int64_t q = 0; q < bRuns; ++q) {
     Value a = LLVM::PtrToIntOp::create(b_, loc, i64,
