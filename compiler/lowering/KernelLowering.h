@@ -287,7 +287,12 @@ public:
       NVVM::Barrier0Op::create(b_, loc);
       return;
     }
-    sideEffectAsm({}, {}, "bar.sync 1, " + std::to_string(barrierThreads_) + ";", "~{memory}", loc);
+    // The intrinsic, not inline asm: it is convergent, so LLVM never copies
+    // it into divergent paths (a scalar atomic's broadcast, thread 0 on one
+    // side, had its barrier duplicated into both: an aligned barrier reached
+    // at two addresses by one warp, which hung on an H200).
+    NVVM::BarrierOp::create(b_, loc, TypeRange{}, i32c(1, loc), i32c(barrierThreads_, loc),
+                            NVVM::BarrierReductionAttr{}, Value{});
   }
   /// How a contiguous group of `vec` lanes may be accessed as one vector.
   struct VectorPlan {
