@@ -83,7 +83,7 @@
 // WS: "mbarrier.arrive.shared::cta.b64 _, [$0];"
 // WS: scf.yield
 // After the producers exited, barriers name the 256 consumer threads.
-// WS: "bar.sync 1, 256;"
+// WS: nvvm.barrier id = %c1_i32{{.*}} number_of_threads = %c256_i32
 
 // WS-REMARK: remark: dot loop pipelined: wgmma m64n128k16, 4 stages, warp-specialized (a producer warpgroup copies){{$}}
 
