@@ -370,9 +370,10 @@ TunedKernel &TunedKernel::operator=(TunedKernel &&) noexcept = default;
 
 void TunedKernel::launchWithArgs(const Stream &stream, const GridFn &grid,
                                  const std::vector<ArgValue> &args,
-                                 const std::vector<const DeviceMemory *> &buffers) {
+                                 const std::vector<const DeviceMemory *> &buffers,
+                                 const LaunchOptions &options) {
   const State::Resolved &r = state_->resolve(grid, args, buffers);
-  r.kernel.launchWithArgs(stream, grid(r.config), args);
+  r.kernel.launchWithArgs(stream, grid(r.config), args, options);
 }
 
 Config TunedKernel::configForArgs(const GridFn &grid, const std::vector<ArgValue> &args,

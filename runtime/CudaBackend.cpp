@@ -237,7 +237,7 @@ public:
   void launch(FunctionHandle function, const std::string &name, Grid grid, Block block,
               size_t dynamicSharedBytes, StreamHandle stream,
               const std::vector<ArgValue> &args,
-              const std::vector<TensorMapSpec> &tensorMaps) override {
+              const std::vector<TensorMapSpec> &tensorMaps, const LaunchOptions &options) override {
     makeCurrent();
     CUfunction f = cu(function);
     if (dynamicSharedBytes > kDefaultSharedLimit)
@@ -249,9 +249,22 @@ public:
       encodeTensorMap(tensorMaps[i], args, name, i, maps[i]);
       params.push_back(&maps[i]);
     }
-    CUresult r = api_.cuLaunchKernel(f, grid.x, grid.y, grid.z, block.x, block.y, block.z,
-                                     static_cast<unsigned>(dynamicSharedBytes), cu(stream),
-                                     params.empty() ? nullptr : params.data(), nullptr);
+    void **kernelParams = params.empty() ? nullptr : params.data();
+    CUresult r;
+    if (options.overlapPrevious && info_.computeCapabilityMajor >= 9) {
+      // Programmatic dependent launch: the attribute lets this grid start
+      // before the previous kernel on the stream ends; the kernel's
+      // griddepcontrol.wait orders what must come after.
+      cuda::CUlaunchAttribute overlap{};
+      overlap.id = cuda::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      overlap.value.programmaticStreamSerializationAllowed = 1;
+      cuda::CUlaunchConfig config{grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                                  static_cast<unsigned>(dynamicSharedBytes), cu(stream), &overlap, 1};
+      r = api_.cuLaunchKernelEx(&config, f, kernelParams, nullptr);
+    } else {
+      r = api_.cuLaunchKernel(f, grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                              static_cast<unsigned>(dynamicSharedBytes), cu(stream), kernelParams, nullptr);
+    }
     if (r != CUDA_SUCCESS)
       api_.check(r, "launch of kernel '" + name + "' failed (grid " + std::to_string(grid.x) +
                         "x" + std::to_string(grid.y) + "x" + std::to_string(grid.z) +

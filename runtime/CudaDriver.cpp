@@ -134,6 +134,7 @@ std::unique_ptr<DriverApi> load(const std::string &path) {
   TESSERA_RESOLVE(cuFuncGetAttribute);
   TESSERA_RESOLVE(cuFuncSetAttribute);
   TESSERA_RESOLVE(cuLaunchKernel);
+  TESSERA_RESOLVE(cuLaunchKernelEx);
   TESSERA_RESOLVE(cuTensorMapEncodeTiled);
 #undef TESSERA_RESOLVE
 

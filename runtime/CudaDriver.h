@@ -66,6 +66,7 @@ struct DriverApi {
   PFN_cuFuncGetAttribute cuFuncGetAttribute = nullptr;
   PFN_cuFuncSetAttribute cuFuncSetAttribute = nullptr;
   PFN_cuLaunchKernel cuLaunchKernel = nullptr;
+  PFN_cuLaunchKernelEx cuLaunchKernelEx = nullptr;
   PFN_cuTensorMapEncodeTiled cuTensorMapEncodeTiled = nullptr;
 
   /// "CUDA_ERROR_INVALID_VALUE" (or "CUresult 123" when the driver does not know it).

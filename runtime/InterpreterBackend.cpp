@@ -254,7 +254,8 @@ public:
   void launch(FunctionHandle function, const std::string &name, Grid grid, Block,
               size_t /*dynamicSharedBytes*/, StreamHandle,
               const std::vector<ArgValue> &args,
-              const std::vector<TensorMapSpec> &tensorMaps) override {
+              const std::vector<TensorMapSpec> &tensorMaps, const LaunchOptions &) override {
+    // One launch runs to its end before the next: nothing to overlap.
     if (!tensorMaps.empty()) // only GPU lowerings add them
       throw Error("interpreter: kernel '" + name + "' takes TMA tensor maps");
     HostFunction *f = host(function);

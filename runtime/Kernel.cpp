@@ -111,15 +111,15 @@ namespace {
 // size after its arguments.
 void launchFunction(const Function &f, const Stream &stream, Grid grid, Block block, size_t smem,
                     const std::vector<ArgValue> &args, const std::vector<TensorMapSpec> &maps,
-                    unsigned residentBlocks) {
+                    unsigned residentBlocks, const LaunchOptions &options) {
   if (!residentBlocks) {
-    f.launch(stream, grid, block, smem, args, maps);
+    f.launch(stream, grid, block, smem, args, maps, options);
     return;
   }
   checkLaunchGeometry(f.name(), grid, block);
   std::vector<ArgValue> withGrid = args;
   withGrid.push_back(ArgValue::scalar<int32_t>(int32_t(grid.x)));
-  f.launch(stream, detail::persistentGrid(grid, residentBlocks), block, smem, withGrid, maps);
+  f.launch(stream, detail::persistentGrid(grid, residentBlocks), block, smem, withGrid, maps, options);
 }
 } // namespace
 
@@ -140,19 +140,20 @@ unsigned detail::residentBlocks(const Function &function, unsigned threads, size
   return unsigned(std::max<int64_t>(1, std::max(1, d.smCount) * std::max<int64_t>(1, perSM)));
 }
 
-void Kernel::launchWithArgs(const Stream &stream, Grid grid,
-                            const std::vector<ArgValue> &args) const {
+void Kernel::launchWithArgs(const Stream &stream, Grid grid, const std::vector<ArgValue> &args,
+                            const LaunchOptions &options) const {
   if (!valid())
     throw Error("launch of an empty Kernel");
   checkLaunchArgs(signature_, args);
   if (variants_) {
     const detail::KernelVariant &v = variants_->get(variants_->keyOf(args));
     Block b = v.blockWarps ? Block{v.blockWarps * 32u, 1, 1} : block();
-    launchFunction(v.function, stream, grid, b, v.sharedMemoryBytes, args, v.tensorMaps, v.residentBlocks);
+    launchFunction(v.function, stream, grid, b, v.sharedMemoryBytes, args, v.tensorMaps, v.residentBlocks,
+                   options);
     return;
   }
   launchFunction(function_, stream, grid, block(), config_.sharedMemoryBytes, args, config_.tensorMaps,
-                 config_.residentBlocks);
+                 config_.residentBlocks, options);
 }
 
 } // namespace tessera

@@ -79,12 +79,13 @@ void checkLaunchGeometry(const std::string &name, Grid grid, Block block) {
 
 void Function::launch(const Stream &stream, Grid grid, Block block, size_t dynamicSharedBytes,
                       const std::vector<ArgValue> &args,
-                      const std::vector<TensorMapSpec> &tensorMaps) const {
+                      const std::vector<TensorMapSpec> &tensorMaps,
+                      const LaunchOptions &options) const {
   Backend &b = backend();
   if (&stream.backend() != &b)
     throw Error("cannot launch kernel '" + name_ + "': the stream belongs to a different context");
   checkLaunchGeometry(name_, grid, block);
-  b.launch(handle_, name_, grid, block, dynamicSharedBytes, stream.handle(), args, tensorMaps);
+  b.launch(handle_, name_, grid, block, dynamicSharedBytes, stream.handle(), args, tensorMaps, options);
 }
 
 } // namespace tessera

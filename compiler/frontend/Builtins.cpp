@@ -202,6 +202,8 @@ BuiltinCall::Handler BuiltinCall::handlerFor(const std::string &name) {
       {"inline_asm_elementwise", &B::onInlineAsm},
       {"fdiv", &B::onFdiv},
       {"debug_barrier", &B::onDebugBarrier},
+      {"grid_dependency_wait", &B::onGridDependencyWait},
+      {"launch_dependents", &B::onLaunchDependents},
       {"device_assert", &B::onDeviceAssert},
       {"sigmoid", &B::onSigmoid},
       {"softmax", &B::onSoftmax},

@@ -939,7 +939,7 @@ static const char *const kBuiltinNames[] = {
     "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg", "atomic_cas", "dot",
     "sum", "max", "min", "argmax", "argmin", "exp", "exp2", "log", "log2", "sqrt", "rsqrt",
     "sin", "cos", "tanh", "erf", "floor", "ceil", "abs", "fma", "where", "maximum", "minimum",
-    "cdiv", "reduce", "permute", "cumsum", "cumprod", "associative_scan", "sort", "argsort", "topk", "inline_asm_elementwise", "fdiv", "div_rn", "sigmoid", "softmax", "clamp", "debug_barrier", "device_assert", "flip", "join", "split", "interleave", "cat", "multiple_of", "max_contiguous", "static_assert", "device_print", "cast", "bitcast",
+    "cdiv", "reduce", "permute", "cumsum", "cumprod", "associative_scan", "sort", "argsort", "topk", "inline_asm_elementwise", "fdiv", "div_rn", "sigmoid", "softmax", "clamp", "debug_barrier", "grid_dependency_wait", "launch_dependents", "device_assert", "flip", "join", "split", "interleave", "cat", "multiple_of", "max_contiguous", "static_assert", "device_print", "cast", "bitcast",
     "float", "int", "range", "static_range", "umulhi", "rand", "randn", "randint", "randint4x", "rand4x", "randn4x",
     "make_block_ptr", "advance", "make_tensor_descriptor", "load_tensor_descriptor",
     "store_tensor_descriptor"};

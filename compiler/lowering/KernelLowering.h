@@ -566,6 +566,9 @@ private:
                    ArrayRef<Value> aRegs = {});
   bool lowerPrint(tile::PrintOp op);
   bool lowerAssert(tile::AssertOp op);
+  /// griddepcontrol on sm_90 and newer; before, launches never overlap and
+  /// the op lowers to nothing.
+  bool lowerGridDependency(Operation *op);
   bool lowerReduce(tile::ReduceOp op);
   bool lowerScan(tile::ScanOp op); // Scan.cpp
   bool lowerSort(tile::SortOp op); // Sort.cpp

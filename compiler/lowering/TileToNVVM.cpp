@@ -829,6 +829,8 @@ bool KernelLowering::lowerOp(Operation *op) {
     barrier(loc);
     return true;
   }
+  if (isa<tile::GridDependencyWaitOp, tile::LaunchDependentsOp>(op))
+    return lowerGridDependency(op);
   if (auto pr = dyn_cast<tile::PrintOp>(op))
     return lowerPrint(pr);
   if (isElementwise(op))
@@ -1231,6 +1233,15 @@ bool KernelLowering::lowerInlineAsm(tile::InlineAsmOp op) {
     return true;
   }
   bindDist(op.getResult(), results);
+  return true;
+}
+
+bool KernelLowering::lowerGridDependency(Operation *op) {
+  if (target_.sm < 90)
+    return true;
+  NVVM::GriddepcontrolOp::create(b_, op->getLoc(),
+                                 isa<tile::GridDependencyWaitOp>(op) ? NVVM::GridDepActionKind::wait
+                                                                     : NVVM::GridDepActionKind::launch_dependents);
   return true;
 }
 

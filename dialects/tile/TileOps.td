@@ -270,6 +270,32 @@ def Tile_BarrierOp : Tile_Op<"barrier"> {
   let assemblyFormat = "attr-dict";
 }
 
+def Tile_GridDependencyWaitOp : Tile_Op<"grid_dependency_wait"> {
+  let summary = "waits for the previous kernel on the stream to finish (programmatic dependent launch)";
+  let description = [{
+    In a launch that may overlap the kernel before it on its stream
+    (LaunchOptions::overlapPrevious, sm_90 and newer), the thread waits here
+    until that kernel has finished and its writes are visible. Returns at
+    once otherwise, and in the interpreter, which runs launches one after
+    another. Lowers to griddepcontrol.wait on sm_90 and newer, to nothing
+    before.
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+def Tile_LaunchDependentsOp : Tile_Op<"launch_dependents"> {
+  let summary = "lets the next kernel on the stream start (programmatic dependent launch)";
+  let description = [{
+    Once every program of the grid has passed here (or ended), a kernel
+    launched next on the stream with LaunchOptions::overlapPrevious may
+    start, while this one still runs; its grid_dependency_wait still waits
+    for this kernel's end. A hint: without it the next kernel starts when
+    this one's programs have ended. Lowers to griddepcontrol.launch_dependents
+    on sm_90 and newer, to nothing before and in the interpreter.
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
 def Tile_InlineAsmOp : Tile_Op<"inline_asm"> {
   let summary = "inline PTX applied to each element (Triton's inline_asm_elementwise)";
   let description = [{

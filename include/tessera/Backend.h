@@ -126,10 +126,13 @@ public:
   /// kernel's signature when one is known; `name` is for error messages.
   /// `tensorMaps`: TMA tensor maps the kernel takes after `args`, built from
   /// the argument values (a backend without TMA throws when there are any).
+  /// `options.overlapPrevious` is a request: a backend without programmatic
+  /// dependent launch launches as usual.
   virtual void launch(FunctionHandle function, const std::string &name, Grid grid, Block block,
                       size_t dynamicSharedBytes, StreamHandle stream,
                       const std::vector<ArgValue> &args,
-                      const std::vector<TensorMapSpec> &tensorMaps) = 0;
+                      const std::vector<TensorMapSpec> &tensorMaps,
+                      const LaunchOptions &options) = 0;
 };
 
 /// The CUDA driver backend for device `ordinal`: the same instance for as long

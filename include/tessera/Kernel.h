@@ -131,7 +131,8 @@ public:
   }
   /// Checks `args` against the signature (checkLaunchArgs), picks the
   /// variant for their values when the kernel specializes, then launches.
-  void launchWithArgs(const Stream &stream, Grid grid, const std::vector<ArgValue> &args) const;
+  void launchWithArgs(const Stream &stream, Grid grid, const std::vector<ArgValue> &args,
+                      const LaunchOptions &options = {}) const;
 
 private:
   Function function_;

@@ -42,6 +42,17 @@ struct Block {
   unsigned x = 1, y = 1, z = 1;
 };
 
+/// How a launch relates to the kernel before it on the same stream.
+struct LaunchOptions {
+  /// CUDA's programmatic dependent launch (sm_90 and newer): the kernel may
+  /// start while the previous kernel on the stream still runs, and its
+  /// grid_dependency_wait() waits for that kernel to finish and for its
+  /// writes. Code before the wait must not read what that kernel writes.
+  /// Without a GPU that has it (the interpreter, sm_80) launches follow one
+  /// another as usual and the wait returns at once.
+  bool overlapPrevious = false;
+};
+
 /// An address in the memory of a backend: a CUdeviceptr for CUDA, a host
 /// pointer for a CPU interpreter. Opaque to users.
 using DeviceAddress = uint64_t;

@@ -73,7 +73,8 @@ public:
   /// block are checked against CUDA's limits.
   void launch(const Stream &stream, Grid grid, Block block, size_t dynamicSharedBytes,
               const std::vector<ArgValue> &args,
-              const std::vector<TensorMapSpec> &tensorMaps = {}) const;
+              const std::vector<TensorMapSpec> &tensorMaps = {},
+              const LaunchOptions &options = {}) const;
   template <class... Args>
   void launchArgs(const Stream &stream, Grid grid, Block block, size_t dynamicSharedBytes,
                   const Args &...args) const {

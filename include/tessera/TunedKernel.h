@@ -115,7 +115,8 @@ public:
   }
   /// `buffers`: per argument, its memory when known (else null); may be empty.
   void launchWithArgs(const Stream &stream, const GridFn &grid, const std::vector<ArgValue> &args,
-                      const std::vector<const DeviceMemory *> &buffers = {});
+                      const std::vector<const DeviceMemory *> &buffers = {},
+                      const LaunchOptions &options = {});
 
   /// The config a launch with these arguments uses (tuning on a miss).
   template <class... Args> Config configFor(const GridFn &grid, const Args &...args) {

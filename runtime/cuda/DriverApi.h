@@ -215,6 +215,32 @@ using PFN_cuLaunchKernel = CUresult (*)(CUfunction f, unsigned int gridDimX,
                                         unsigned int blockDimX, unsigned int blockDimY,
                                         unsigned int blockDimZ, unsigned int sharedMemBytes,
                                         CUstream hStream, void **kernelParams, void **extra);
+// cuLaunchKernelEx's launch configuration, for the one attribute Tessera
+// sets: programmatic stream serialization (CUDA's programmatic dependent
+// launch, sm_90). The attribute's value is a 64-byte union; an id of 4 bytes
+// is padded to 8 before it.
+enum CUlaunchAttributeID : int {
+  CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6,
+};
+struct CUlaunchAttribute {
+  CUlaunchAttributeID id;
+  char pad[4];
+  union {
+    char bytes[64];
+    unsigned int programmaticStreamSerializationAllowed;
+  } value;
+};
+static_assert(sizeof(CUlaunchAttribute) == 72, "CUlaunchAttribute is 72 bytes in the driver's ABI");
+struct CUlaunchConfig {
+  unsigned int gridDimX, gridDimY, gridDimZ;
+  unsigned int blockDimX, blockDimY, blockDimZ;
+  unsigned int sharedMemBytes;
+  CUstream hStream;
+  CUlaunchAttribute *attrs;
+  unsigned int numAttrs;
+};
+using PFN_cuLaunchKernelEx = CUresult (*)(const CUlaunchConfig *config, CUfunction f,
+                                          void **kernelParams, void **extra);
 using PFN_cuTensorMapEncodeTiled = CUresult (*)(
     CUtensorMap *tensorMap, CUtensorMapDataType tensorDataType, cuuint32_t tensorRank,
     void *globalAddress, const cuuint64_t *globalDim, const cuuint64_t *globalStrides,

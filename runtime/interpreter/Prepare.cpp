@@ -1011,6 +1011,9 @@ bool Decoder::decodeOp(Operation &op, Block &out) {
       })
       .Case([&](tile::PrintOp p) { return decodePrint(p, ins, out); })
       .Case([&](tile::BarrierOp) { return true; }) // one program is one thread of tiles
+      // Launches run one after another: there is never a grid to wait for.
+      .Case([&](tile::GridDependencyWaitOp) { return true; })
+      .Case([&](tile::LaunchDependentsOp) { return true; })
       .Case([&](tile::AssertOp a) {
         TypeFacts f;
         if (!facts(a.getCond().getType(), f))

@@ -157,7 +157,7 @@ struct HostBackend final : Backend {
   }
   void launch(FunctionHandle, const std::string &name, Grid grid, Block block, size_t shared,
               StreamHandle stream, const std::vector<ArgValue> &args,
-              const std::vector<TensorMapSpec> &) override {
+              const std::vector<TensorMapSpec> &, const LaunchOptions &) override {
     ++launches;
     lastName = name;
     lastGrid = grid;

@@ -134,6 +134,8 @@ public:
   SemValue onStaticAssert();
   SemValue onDevicePrint();
   SemValue onDebugBarrier();
+  SemValue onGridDependencyWait();
+  SemValue onLaunchDependents();
   SemValue onDeviceAssert();
   // Composite.cpp
   SemValue onSigmoid();
