@@ -6,6 +6,8 @@
 #include "LayerKernel.h"
 
 #include "tessera/Error.h"
+#include "tessera/JIT.h"
+#include "tessera/KernelLibrary.h"
 #include "tessera/roast/Options.h"
 
 #include <cmath>
@@ -30,6 +32,7 @@ struct Linear::State {
   bool reproducible = false; // the forward never splits K (no atomics into Y)
   TunedKernelOptions tuning;
   std::unique_ptr<TunedKernel> fwd, dx, dm, dmWave, transpose;
+  std::optional<Kernel> fill; // zeroes Y before a split-K forward (basics/fill.tile)
   DeviceBuffer<float> ownXT; // X^T for backwardMemory's dM (an activation's size, grown on demand)
   std::optional<TileWaves> waves;
   DeviceBuffer<int32_t> waveTiles;
@@ -127,10 +130,19 @@ void Linear::forward(const Stream &stream, const DeviceBuffer<float> &X, DeviceB
   auto [args, buffers] = pack(X, s.mem->values(), Y, s.r(1), s.r(2), s.r(3), s.r(4), s.r(5), s.r(7),
                               i32(B), i32(s.in), i32(N), i32(s.mem->size()), s.lambda, i32(s.in),
                               int32_t(1), i32(N), int32_t(1));
-  // A split-K config adds its partial sums into Y (roast_mm.tile).
-  if (k.configForArgs(grid, args, buffers).getOr("SPLIT_K", 1) > 1)
-    Y.memsetBytes(0, stream);
-  k.launchWithArgs(stream, grid, args, buffers);
+  // A split-K config adds its partial sums into Y (roast_mm.tile), zeroed
+  // by the fill kernel, which the forward overlaps: it waits for the fill
+  // only before its adds. That saves a memset's launch gap and time (8 MB at
+  // 512 x 4096). The fill writes only Y, which nothing before the wait reads.
+  LaunchOptions launch;
+  if (k.configForArgs(grid, args, buffers).getOr("SPLIT_K", 1) > 1) {
+    if (!s.fill)
+      s.fill = compile(s.mem->context(), kernelLibraryPath("basics/fill.tile"), "fill");
+    const int64_t n = B * N;
+    s.fill->launch(stream, Grid::of(cdiv(n, 4096)), Y, 0.0f, i32(n));
+    launch.overlapPrevious = true;
+  }
+  k.launchWithArgs(stream, grid, args, buffers, launch);
 }
 
 void Linear::backward(const Stream &stream, const DeviceBuffer<float> &X,
