@@ -1,4 +1,4 @@
-// Programmatic dependent launch: basics/fill.tile lets the next kernel start
+// Programmatic dependent launch: basics/fill.tile (a few programs or many) lets the next kernel start
 // (launch_dependents), and a kernel launched with
 // LaunchOptions::overlapPrevious reads the filled buffer after its
 // grid_dependency_wait(). Each round fills with a new value, so a read that
@@ -35,7 +35,9 @@ size_t staleAfterFills(Context &ctx, int64_t n, int rounds) {
   overlap.overlapPrevious = true;
   size_t stale = 0;
   for (int r = 0; r < rounds; ++r) {
-    fill.launch(ctx.stream(), Grid::of(cdiv(n, 4096)), y, float(r + 1), int32_t(n));
+    // Odd rounds fill with 4 programs (a long fill, the dependent grid on
+    // the idle multiprocessors meanwhile), even ones with a program a block.
+    fill.launch(ctx.stream(), Grid::of(r % 2 ? 4 : cdiv(n, 4096)), y, float(r + 1), int32_t(n));
     doubled.launchWithArgs(ctx.stream(), Grid::of(cdiv(n, 1024)),
                            makeArgs(y, out, int32_t(n)), overlap);
     for (float v : out.toHost())
