@@ -11,7 +11,8 @@
 //   Math.cpp       exp ... ceil, abs, fma, where, maximum, minimum, cdiv,
 //                  fdiv, div_rn
 //   Misc.cpp       multiple_of, max_contiguous, cast, bitcast, float, int,
-//                  static_assert, device_print, debug_barrier, device_assert
+//                  static_assert, device_print, device_assert
+//   (this header)  debug_barrier, grid_dependency_wait, launch_dependents
 //   Composite.cpp  sigmoid, softmax, clamp, flip, join, split, interleave,
 //                  cat (written with the builtins above)
 // A handler returns the call's value, or SemValue::invalid() after reporting
@@ -133,9 +134,15 @@ public:
   SemValue onFloatInt(); // float, int
   SemValue onStaticAssert();
   SemValue onDevicePrint();
-  SemValue onDebugBarrier();
-  SemValue onGridDependencyWait();
-  SemValue onLaunchDependents();
+  /// A builtin of no arguments that is one tile op: debug_barrier()
+  /// (tile.barrier, Triton's tl.debug_barrier), grid_dependency_wait() and
+  /// launch_dependents() (CUDA's programmatic dependent launch).
+  template <class Op> SemValue onStatementOp() {
+    if (!bind({{}, 0}))
+      return SemValue::invalid();
+    Op::create(b_, ml);
+    return SemValue::none();
+  }
   SemValue onDeviceAssert();
   // Composite.cpp
   SemValue onSigmoid();

@@ -162,30 +162,6 @@ SemValue BuiltinCall::onDeviceAssert() {
   return SemValue::none();
 }
 
-// debug_barrier(): Triton's tl.debug_barrier, a block-wide barrier.
-SemValue BuiltinCall::onDebugBarrier() {
-  if (!bind({{}, 0}))
-    return SemValue::invalid();
-  tile::BarrierOp::create(b_, ml);
-  return SemValue::none();
-}
-
-// grid_dependency_wait() and launch_dependents(): CUDA's programmatic
-// dependent launch, as in tile.grid_dependency_wait / tile.launch_dependents.
-SemValue BuiltinCall::onGridDependencyWait() {
-  if (!bind({{}, 0}))
-    return SemValue::invalid();
-  tile::GridDependencyWaitOp::create(b_, ml);
-  return SemValue::none();
-}
-
-SemValue BuiltinCall::onLaunchDependents() {
-  if (!bind({{}, 0}))
-    return SemValue::invalid();
-  tile::LaunchDependentsOp::create(b_, ml);
-  return SemValue::none();
-}
-
 SemValue BuiltinCall::onDevicePrint() {
   if (!bind({{"prefix"}, 1, /*variadic=*/true}))
     return SemValue::invalid();
