@@ -204,12 +204,6 @@ private:
   // transposed, K as well.
   const int64_t WA, WB;
   const int64_t aBytes, bBytes, stageBytes;
-  // B staged (tf32/s8 with num_stages >= 4): B is copied by cp.async, like A,
-  // into a row-major staging ring (rows padded by 16 bytes so the transposing
-  // reads are conflict free), and transposed shared-to-shared into a ring of
-  // three K-major buffers one iteration before its wgmmas. Global latency then
-  // never sits between a load and a store. With 3 stages, or when that does
-  // not fit, B goes through registers within the iteration.
   // tf32 C^T path, warp-specialized with TMA, B rows of unknown but shared
   // alignment whose runs are adjacent rows of one block (RzLinear's hashed W
   // with BN a multiple of its hash tile's width: each run is BK rows of a
@@ -257,6 +251,12 @@ private:
     int64_t r = rowBytes + std::max<int64_t>(32, 16 * runs);
     return r + ((rowBytes + 32 - r) % 128 + 128) % 128;
   }
+  // B staged (tf32/s8 with num_stages >= 4): B is copied by cp.async, like A,
+  // into a row-major staging ring (rows padded by 16 bytes so the transposing
+  // reads are conflict free), and transposed shared-to-shared into a ring of
+  // three K-major buffers one iteration before its wgmmas. Global latency then
+  // never sits between a load and a store. With 3 stages, or when that does
+  // not fit, B goes through registers within the iteration.
   const int64_t stagedBytes;
   const bool bStaged;
   const int64_t totalBytes;

@@ -30,6 +30,23 @@ std::vector<Config> spaceOf(const std::string &path, const std::string &kernel) 
   return r.configSpaces.at(kernel)->configs;
 }
 
+/// Whether roast_mm_fwd's static_asserts accept config `c` for an HK x HN
+/// hash tile (BK divides HK; BN divides HN or is a multiple of it).
+bool forwardFits(const Config &c, int64_t HK, int64_t HN) {
+  const int64_t BK = c.get("BK"), BN = c.get("BN");
+  return HK % BK == 0 && (HN % BN == 0 || BN % HN == 0);
+}
+
+/// A config's constexprs with the layer's hash tile and mapping on top.
+std::map<std::string, ConstexprValue> constexprsFor(const Config &c, int64_t HK, int64_t HN,
+                                                    bool aligned) {
+  std::map<std::string, ConstexprValue> cx = c.constexprs;
+  cx["HK"] = HK;
+  cx["HN"] = HN;
+  cx["ALIGNED"] = aligned;
+  return cx;
+}
+
 /// roast_mm_fwd at config `c` (its constexprs `cx`) on X and Mem, into a Y
 /// poisoned with NaN (zeroed for a split K, whose splits add into it), as
 /// the host reads Y back.
@@ -81,16 +98,12 @@ TEST_CASE("GPU roast: every forward and dX config matches fp64 at ragged shapes 
       const bool fwd = std::string(kernel) == "roast_mm_fwd";
       const std::string path = dir + (fwd ? "roast_mm.tile" : "roast_mm_dx.tile");
       for (const Config &c : spaceOf(path, kernel)) {
-        std::map<std::string, ConstexprValue> cx = c.constexprs;
-        cx["HK"] = HK;
-        cx["HN"] = HN;
-        cx["ALIGNED"] = aligned;
+        std::map<std::string, ConstexprValue> cx = constexprsFor(c, HK, HN, aligned);
         INFO(kernel << " aligned " << aligned << " BM " << c.get("BM") << " BK " << c.get("BK")
                     << " BN " << c.get("BN") << " warps " << c.numWarps.value_or(4) << " stages "
                     << c.numStages.value_or(4));
-        const int64_t BM = c.get("BM"), BK = c.get("BK"), BN = c.get("BN");
-        if (fwd && (HK % BK != 0 || (HN % BN != 0 && BN % HN != 0)))
-          continue; // its static_asserts: BK divides HK, BN divides HN or is a multiple
+        if (fwd && !forwardFits(c, HK, HN))
+          continue;
         if (fwd) {
           CHECK(relErrL2(forwardAt(*ctx, path, c, cx, X, Mem, R, B, K, N, H, lam), y) < 3e-3);
         } else {
@@ -99,7 +112,7 @@ TEST_CASE("GPU roast: every forward and dX config matches fp64 at ragged shapes 
           Kernel k = compile(*ctx, path, kernel, cx, o);
           auto dX = ctx->alloc<float>(size_t(B * K));
           dX.memsetBytes(0xFF);
-          k.launch(ctx->stream(), Grid::of(cdiv(B, BM) * cdiv(K, BK)), dY, Mem, dX, R[1], R[2],
+          k.launch(ctx->stream(), Grid::of(cdiv(B, c.get("BM")) * cdiv(K, c.get("BK"))), dY, Mem, dX, R[1], R[2],
                    R[3], R[4], R[5], R[7], int32_t(B), int32_t(K), int32_t(N), int32_t(H), lam,
                    int32_t(N), int32_t(1), int32_t(K), int32_t(1));
           ctx->synchronize();
@@ -138,15 +151,13 @@ TEST_CASE("GPU roast: forward configs with tiles at the memory array's first off
     MmLayer ref{K, N, HK, HN, H, R, /*aligned=*/false, lam};
     std::vector<double> y = ref.forward(x, mem, B);
     for (const Config &c : spaceOf(path, "roast_mm_fwd")) {
-      const int64_t BM = c.get("BM"), BK = c.get("BK"), BN = c.get("BN"),
-                    split = c.getOr("SPLIT_K", 1);
-      if (HK % BK != 0 || (HN % BN != 0 && BN % HN != 0))
+      if (!forwardFits(c, HK, HN))
         continue;
-      std::map<std::string, ConstexprValue> cx = c.constexprs;
-      cx["HK"] = HK;
-      cx["HN"] = HN;
-      INFO("H " << H << " BM " << BM << " BK " << BK << " BN " << BN << " split " << split);
-      CHECK(relErrL2(forwardAt(*ctx, path, c, cx, X, Mem, R, B, K, N, H, lam), y) < 3e-3);
+      INFO("H " << H << " BM " << c.get("BM") << " BK " << c.get("BK") << " BN " << c.get("BN")
+                << " split " << c.getOr("SPLIT_K", 1));
+      CHECK(relErrL2(forwardAt(*ctx, path, c, constexprsFor(c, HK, HN, /*aligned=*/false), X, Mem, R,
+                               B, K, N, H, lam),
+                     y) < 3e-3);
       ++ran;
     }
   }
