@@ -4,9 +4,12 @@
 // runs it next to its peers (cuBLAS dense, a HashedNet-style torch gather) in
 // one session and writes bench/results/roast.json.
 //
-//   roast_bench [--mem-elems H] [--train] B K N [B K N ...]
+//   roast_bench [--mem-elems H] [--train] [--reproducible] [--seed S] B K N [B K N ...]
 //
 // --mem-elems  the memory array's size (default K*N/10 per shape)
+// --seed S     the seed of the inputs and hash parameters (default 11)
+// --reproducible  layers built with LinearOptions::reproducible (the forward
+//              never splits K)
 // --train      also time the training step: forward + backward (dX and the
 //              atomic dM), and the backward with the deterministic dM
 // Every kernel's config is picked by the autotuner (the layer's TunedKernels,
@@ -69,12 +72,13 @@ std::vector<std::pair<int64_t, int64_t>> samplesOf(int64_t rows, int64_t cols, s
 
 /// One shape and mapping: checks, times, prints a JSON line; false on a wrong result.
 bool benchOne(Context &ctx, const Shape &sh, int64_t memSize, Mapping mapping, bool train,
-              std::mt19937 &rng) {
+              bool reproducible, std::mt19937 &rng) {
   const int64_t B = sh.B, K = sh.K, N = sh.N;
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   MemoryArray mem(ctx, memSize, 1.0f, rng());
   LinearOptions o;
   o.mapping = mapping;
+  o.reproducible = reproducible;
   TunedKernelOptions t;
   const char *reuse = std::getenv("ROAST_REUSE_TUNING");
   t.retune = !(reuse && std::string(reuse) == "1");
@@ -154,28 +158,33 @@ bool benchOne(Context &ctx, const Shape &sh, int64_t memSize, Mapping mapping, b
 
 int main(int argc, char **argv) {
   int64_t memElems = 0;
-  bool train = false;
+  bool train = false, reproducible = false;
+  unsigned seed = 11;
   std::vector<int64_t> dims;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--mem-elems") && i + 1 < argc)
       memElems = std::stoll(argv[++i]);
     else if (!std::strcmp(argv[i], "--train"))
       train = true;
+    else if (!std::strcmp(argv[i], "--seed") && i + 1 < argc)
+      seed = unsigned(std::stoul(argv[++i]));
+    else if (!std::strcmp(argv[i], "--reproducible"))
+      reproducible = true;
     else
       dims.push_back(std::stoll(argv[i]));
   }
   if (dims.empty() || dims.size() % 3 != 0) {
-    std::cerr << "usage: roast_bench [--mem-elems H] [--train] B K N [B K N ...]\n";
+    std::cerr << "usage: roast_bench [--mem-elems H] [--train] [--reproducible] [--seed S] B K N [B K N ...]\n";
     return 2;
   }
   try {
     Context ctx;
-    std::mt19937 rng(11);
+    std::mt19937 rng(seed);
     for (size_t i = 0; i < dims.size(); i += 3) {
       Shape sh{dims[i], dims[i + 1], dims[i + 2]};
       int64_t H = memElems ? memElems : std::max<int64_t>(sh.K * sh.N / 10, 2 * 32 * 64);
       for (Mapping m : {Mapping::RzLinear, Mapping::Aligned})
-        if (!benchOne(ctx, sh, H, m, train, rng))
+        if (!benchOne(ctx, sh, H, m, train, reproducible, rng))
           return 1;
     }
   } catch (const Error &e) {
