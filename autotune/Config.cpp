@@ -21,7 +21,7 @@ std::string autotune_detail::sha256Hex(std::string_view text) { return Sha256::h
 namespace {
 
 constexpr const char *kSwitchNames[] = {"num_warps", "num_stages", "warp_specialize", "tma",
-                                        "maxnreg"};
+                                        "maxnreg", "cluster_size"};
 
 bool isSwitchName(const std::string &name) {
   return std::find(std::begin(kSwitchNames), std::end(kSwitchNames), name) != std::end(kSwitchNames);
@@ -73,6 +73,8 @@ void configText(std::string &out, const Config &c) {
   opt("tma", c.tma ? std::optional<int>(*c.tma) : std::nullopt);
   if (c.maxRegisters) // only when set: the hashes of other configs stay as they were
     opt("maxnreg", c.maxRegisters);
+  if (c.clusterSize) // likewise
+    opt("cluster_size", c.clusterSize);
 }
 
 } // namespace
@@ -93,6 +95,8 @@ void Config::applyTo(CompileOptions &options,
     options.tma = *tma;
   if (maxRegisters)
     options.maxRegisters = *maxRegisters;
+  if (clusterSize)
+    options.clusterSize = *clusterSize;
   for (const auto &[name, value] : constexprs)
     values[name] = value;
 }
@@ -131,6 +135,8 @@ std::string Config::str() const {
     add("tma", *tma ? "1" : "0");
   if (maxRegisters)
     add("maxnreg", std::to_string(*maxRegisters));
+  if (clusterSize)
+    add("cluster_size", std::to_string(*clusterSize));
   return s;
 }
 
@@ -154,11 +160,14 @@ std::optional<Config> Config::parse(const std::string &text, std::string *error)
     std::string name = trim(item.substr(0, eq)), value = trim(item.substr(eq + 1));
     if (name.empty())
       return fail("expected NAME=VALUE, got '" + item + "'");
-    if (name == "num_warps" || name == "num_stages" || name == "maxnreg") {
+    if (name == "num_warps" || name == "num_stages" || name == "maxnreg" || name == "cluster_size") {
       auto v = parseInt(value);
       if (!v || *v < std::numeric_limits<int>::min() || *v > std::numeric_limits<int>::max())
         return fail(name + " must be an integer, got '" + value + "'");
-      (name == "num_warps" ? c.numWarps : name == "num_stages" ? c.numStages : c.maxRegisters) = int(*v);
+      (name == "num_warps"    ? c.numWarps
+       : name == "num_stages" ? c.numStages
+       : name == "maxnreg"    ? c.maxRegisters
+                              : c.clusterSize) = int(*v);
     } else if (name == "warp_specialize" || name == "tma") {
       auto v = parseBool(value);
       if (!v)
@@ -196,7 +205,8 @@ bool Config::operator==(const Config &o) const {
       return false;
   }
   return numWarps == o.numWarps && numStages == o.numStages &&
-         warpSpecialize == o.warpSpecialize && tma == o.tma && maxRegisters == o.maxRegisters;
+         warpSpecialize == o.warpSpecialize && tma == o.tma && maxRegisters == o.maxRegisters &&
+         clusterSize == o.clusterSize;
 }
 
 // ---- Bucketing -----------------------------------------------------------------------

@@ -128,6 +128,8 @@ json autotune_detail::configToJson(const Config &c) {
     j["tma"] = *c.tma;
   if (c.maxRegisters)
     j["maxnreg"] = *c.maxRegisters;
+  if (c.clusterSize)
+    j["cluster_size"] = *c.clusterSize;
   return j;
 }
 
@@ -142,11 +144,14 @@ Config autotune_detail::configFromJson(const json &j) {
     const std::string &k = it.key();
     if (k == "constexprs")
       continue;
-    if (k == "num_warps" || k == "num_stages" || k == "maxnreg") {
+    if (k == "num_warps" || k == "num_stages" || k == "maxnreg" || k == "cluster_size") {
       int64_t v = intValue(it.value(), "'" + k + "'");
       if (v < 0 || v > 1024)
         bad("'" + k + "' is out of range");
-      (k == "num_warps" ? c.numWarps : k == "num_stages" ? c.numStages : c.maxRegisters) = int(v);
+      (k == "num_warps"    ? c.numWarps
+       : k == "num_stages" ? c.numStages
+       : k == "maxnreg"    ? c.maxRegisters
+                           : c.clusterSize) = int(v);
     } else if (k == "warp_specialize" || k == "tma") {
       if (!it.value().is_boolean())
         bad("'" + k + "' is not a boolean");

@@ -30,6 +30,8 @@ def TesseraSetOptions : Pass<"tessera-set-options", "mlir::ModuleOp"> {
            "launch one-tile matmul kernels persistent (sm_90a)">,
     Option<"maxRegisters", "max-registers", "int", /*default=*/"0",
            "registers a thread may use (.maxnreg; 0: no cap)">,
+    Option<"clusterSize", "cluster-size", "int", /*default=*/"1",
+           "programs per thread-block cluster along x (sm_90+)">,
   ];
 }
 

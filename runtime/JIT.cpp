@@ -133,6 +133,7 @@ Kernel compileImpl(Context &ctx, const std::string &path, const std::string *tex
   const KernelSignature &sig = r.kernels[0];
   LaunchConfig config;
   config.numWarps = unsigned(options.numWarps);
+  config.clusterSize = unsigned(options.clusterSize);
 
   if (!gpu) { // the interpreter runs tile IR directly, and ignores facts
     Module m = ctx.loadModule(ModuleImage{ModuleFormat::TileIR, r.tileIR});

@@ -145,6 +145,11 @@ void Kernel::launchWithArgs(const Stream &stream, Grid grid, const std::vector<A
   if (!valid())
     throw Error("launch of an empty Kernel");
   checkLaunchArgs(signature_, args);
+  // The GPU runs whole clusters only; the interpreter says so too.
+  if (config_.clusterSize > 1 && grid.x % config_.clusterSize)
+    throw Error("kernel '" + signature_.name + "' runs in clusters of " + std::to_string(config_.clusterSize) +
+                " programs along x (cluster_size): the grid's x size " + std::to_string(grid.x) +
+                " must be a multiple of " + std::to_string(config_.clusterSize));
   if (variants_) {
     const detail::KernelVariant &v = variants_->get(variants_->keyOf(args));
     Block b = v.blockWarps ? Block{v.blockWarps * 32u, 1, 1} : block();

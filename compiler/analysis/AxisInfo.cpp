@@ -58,7 +58,8 @@ bool nonNegative(Value v, int depth = 0) {
     return false;
   if (auto r = dyn_cast<tile::MakeRangeOp>(op))
     return int32_t(r.getStart()) >= 0;
-  if (isa<tile::ProgramIdOp, tile::NumProgramsOp, arith::DivUIOp, arith::RemUIOp, arith::ExtUIOp>(op))
+  if (isa<tile::ProgramIdOp, tile::NumProgramsOp, tile::ClusterSizeOp, arith::DivUIOp, arith::RemUIOp,
+          arith::ExtUIOp>(op))
     return true;
   if (isa<tile::SplatOp, tile::BroadcastOp, tile::ExpandDimsOp, tile::ReshapeOp, tile::TransOp,
           tile::HintOp, arith::ExtSIOp>(op))
@@ -408,7 +409,7 @@ void AxisInfoAnalysis::visit(Operation *op) {
   llvm::TypeSwitch<Operation *>(op)
       .Case([&](arith::ConstantOp c) { result(constantInfo(c)); })
       .Case([&](tile::MakeRangeOp r) { result(makeRangeInfo(r)); })
-      .Case<tile::ProgramIdOp, tile::NumProgramsOp>(
+      .Case<tile::ProgramIdOp, tile::NumProgramsOp, tile::ClusterSizeOp>(
           [&](Operation *) { result(uniform(op->getResult(0).getType(), 1)); })
       .Case([&](tile::SplatOp s) { result(splatInfo(A, s)); })
       .Case([&](tile::HintOp h) { result(hintInfo(A, h)); })

@@ -11,7 +11,8 @@ static constexpr const char *kTarget = "tessera.target", *kNumWarps = "tessera.n
                             *kNumStages = "tessera.num_stages",
                             *kWarpSpecialize = "tessera.warp_specialize", *kTma = "tessera.tma",
                             *kPersistentLaunch = "tessera.persistent_launch",
-                            *kMaxRegisters = "tessera.max_registers";
+                            *kMaxRegisters = "tessera.max_registers",
+                            *kClusterSize = "tessera.cluster_size";
 
 void setModuleOptions(ModuleOp module, const CompileOptions &options) {
   Builder b(module.getContext());
@@ -23,6 +24,8 @@ void setModuleOptions(ModuleOp module, const CompileOptions &options) {
   module->setAttr(kPersistentLaunch, b.getBoolAttr(options.persistentLaunch));
   if (options.maxRegisters)
     module->setAttr(kMaxRegisters, b.getI32IntegerAttr(options.maxRegisters));
+  if (options.clusterSize != 1)
+    module->setAttr(kClusterSize, b.getI32IntegerAttr(options.clusterSize));
 }
 
 std::optional<CompileOptions> moduleOptions(ModuleOp module, std::string &error) {
@@ -62,7 +65,7 @@ std::optional<CompileOptions> moduleOptions(ModuleOp module, std::string &error)
   if (!readInt(kNumWarps, o.numWarps) || !readInt(kNumStages, o.numStages) ||
       !readBool(kWarpSpecialize, o.warpSpecialize) || !readBool(kTma, o.tma) ||
       !readBool(kPersistentLaunch, o.persistentLaunch) ||
-      !readInt(kMaxRegisters, o.maxRegisters))
+      !readInt(kMaxRegisters, o.maxRegisters) || !readInt(kClusterSize, o.clusterSize))
     return std::nullopt;
   if (std::string why = o.validate(); !why.empty()) {
     error = why;

@@ -423,7 +423,7 @@ bool nonNegative(Value v, Block &entry, SmallVectorImpl<unsigned> &assumed) {
     return true;
   }
   Operation *op = v.getDefiningOp();
-  if (isa_and_present<tile::ProgramIdOp, tile::NumProgramsOp>(op))
+  if (isa_and_present<tile::ProgramIdOp, tile::NumProgramsOp, tile::ClusterSizeOp>(op))
     return true;
   if (isa_and_present<arith::ExtSIOp, arith::ExtUIOp, arith::RemSIOp>(op)) // a remainder has the dividend's sign
     return nonNegative(op->getOperand(0), entry, assumed);

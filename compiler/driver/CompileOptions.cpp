@@ -64,6 +64,8 @@ std::string CompileOptions::validate() const {
     return "num_stages must be from 1 to 8, got " + std::to_string(numStages);
   if (maxRegisters != 0 && (maxRegisters < 16 || maxRegisters > 255))
     return "maxnreg must be 0 (no cap) or from 16 to 255, got " + std::to_string(maxRegisters);
+  if (clusterSize != 1 && clusterSize != 2 && clusterSize != 4)
+    return "cluster_size must be 1, 2 or 4, got " + std::to_string(clusterSize);
   return "";
 }
 
@@ -79,6 +81,8 @@ std::vector<std::pair<std::string, std::string>> CompileOptions::cacheFields() c
   };
   if (maxRegisters) // listed only when set: the keys of uncapped kernels stay as they were
     f.push_back({"max_registers", std::to_string(maxRegisters)});
+  if (clusterSize != 1) // likewise
+    f.push_back({"cluster_size", std::to_string(clusterSize)});
   for (const auto &[name, v] : constexprs) // std::map: sorted by name
     f.push_back({"constexpr:" + name, constexprToString(v)});
   for (const auto &[name, fact] : argFacts) // None compiles as no fact at all

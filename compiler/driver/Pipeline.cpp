@@ -92,6 +92,7 @@ void buildPipeline(PassManager &pm, const CompileOptions &options, Stage stage,
   set.tma = options.tma;
   set.persistentLaunch = options.persistentLaunch;
   set.maxRegisters = options.maxRegisters;
+  set.clusterSize = options.clusterSize;
   pm.addPass(createTesseraSetOptions(set));
   pm.addPass(createTesseraAssignLayouts());
   pm.addPass(createTesseraRemoveLayoutConversions());

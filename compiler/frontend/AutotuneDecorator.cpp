@@ -13,7 +13,7 @@ namespace {
 using NamedAt = AutotuneDecl::NamedAt;
 
 constexpr const char *kSwitches[] = {"num_warps", "num_stages", "warp_specialize", "tma",
-                                     "maxnreg"};
+                                     "maxnreg", "cluster_size"};
 constexpr const char *kPruneExample = "such as prune=\"BM * BK <= 16384\"";
 
 bool isSwitch(const std::string &name) {
@@ -54,7 +54,7 @@ std::string whatExists(const FunctionDef &fn) {
     if (isConstexpr(p))
       names += (names.empty() ? "" : ", ") + p.name;
   return "(constexpr parameters: " + (names.empty() ? std::string("none") : names) +
-         "; switches: num_warps, num_stages, warp_specialize, tma, maxnreg)";
+         "; switches: num_warps, num_stages, warp_specialize, tma, maxnreg, cluster_size)";
 }
 
 std::optional<ConstexprValue> noName(const std::string &) { return std::nullopt; }
@@ -101,6 +101,7 @@ struct PruneInputs {
   bool warpSpecialize = true;
   bool tma = true;
   int maxRegisters = 0;
+  int clusterSize = 1;
 };
 
 /// A name in prune=: a switch (the config's, else the compile's), else a
@@ -117,6 +118,8 @@ std::optional<ConstexprValue> pruneName(const PruneInputs &in, const Config &c,
     return ConstexprValue(c.tma.value_or(in.tma));
   if (name == "maxnreg")
     return ConstexprValue(int64_t(c.maxRegisters.value_or(in.maxRegisters)));
+  if (name == "cluster_size")
+    return ConstexprValue(int64_t(c.clusterSize.value_or(in.clusterSize)));
   if (auto it = c.constexprs.find(name); it != c.constexprs.end())
     return it->second;
   if (auto it = in.constexprs.find(name); it != in.constexprs.end())
@@ -142,7 +145,7 @@ std::optional<ConstexprValue> evalPrune(const Expr &prune, const PruneInputs &in
 bool attachPrune(const AutotuneDecl &decl, const KernelSignature &signature,
                  const CompileOptions &options, DiagnosticEngine &diags, ConfigSpace &space) {
   PruneInputs in{signature.constexprs, options.numWarps, options.numStages,
-                 options.warpSpecialize, options.tma, options.maxRegisters};
+                 options.warpSpecialize, options.tma, options.maxRegisters, options.clusterSize};
   for (size_t i = 0; i < decl.configs.size(); ++i) {
     ConstantError err;
     if (!evalPrune(*decl.prune, in, decl.configs[i], &err)) {
@@ -273,7 +276,7 @@ private:
     return true;
   }
 
-  /// num_warps=, num_stages=, warp_specialize=, tma=, maxnreg=: checked alone, so that
+  /// num_warps=, num_stages=, warp_specialize=, tma=, maxnreg=, cluster_size=: checked alone, so that
   /// the caret is under the value CompileOptions::validate() rejects.
   bool readSwitch(const Keyword &kw, Config &c) {
     auto v = constant(*kw.value);
@@ -281,15 +284,17 @@ private:
       return false;
     Loc at = startLoc(*kw.value);
     Config one;
-    if (kw.name == "num_warps" || kw.name == "num_stages" || kw.name == "maxnreg") {
+    if (kw.name == "num_warps" || kw.name == "num_stages" || kw.name == "maxnreg" ||
+        kw.name == "cluster_size") {
       auto *n = std::get_if<int64_t>(&*v);
       if (!n)
         return error(at, kw.name + " must be an integer, got " + describeConstant(*v));
       int clamped = int(std::clamp<int64_t>(*n, std::numeric_limits<int>::min(),
                                             std::numeric_limits<int>::max()));
-      (kw.name == "num_warps" ? one.numWarps
+      (kw.name == "num_warps"    ? one.numWarps
        : kw.name == "num_stages" ? one.numStages
-                                 : one.maxRegisters) = clamped;
+       : kw.name == "maxnreg"    ? one.maxRegisters
+                                 : one.clusterSize) = clamped;
     } else {
       auto *b = std::get_if<bool>(&*v);
       if (!b)
@@ -303,6 +308,7 @@ private:
     c.warpSpecialize = one.warpSpecialize ? one.warpSpecialize : c.warpSpecialize;
     c.tma = one.tma ? one.tma : c.tma;
     c.maxRegisters = one.maxRegisters ? one.maxRegisters : c.maxRegisters;
+    c.clusterSize = one.clusterSize ? one.clusterSize : c.clusterSize;
     return true;
   }
 

@@ -157,6 +157,7 @@ BuiltinCall::Handler BuiltinCall::handlerFor(const std::string &name) {
       // grid
       {"program_id", &B::onProgramId},
       {"num_programs", &B::onProgramId},
+      {"cluster_size", &B::onClusterSize},
       // construction
       {"arange", &B::onArange},
       {"zeros", &B::onZerosOrFull},

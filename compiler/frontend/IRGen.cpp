@@ -934,7 +934,7 @@ SemValue IRGen::genExpr(const Expr &e) {
 }
 
 static const char *const kBuiltinNames[] = {
-    "program_id", "num_programs", "arange", "zeros", "zeros_like", "full", "broadcast_to",
+    "program_id", "num_programs", "cluster_size", "arange", "zeros", "zeros_like", "full", "broadcast_to",
     "reshape", "trans", "expand_dims", "gather", "load", "store", "atomic_add", "atomic_max",
     "atomic_min", "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg", "atomic_cas", "dot",
     "sum", "max", "min", "argmax", "argmin", "exp", "exp2", "log", "log2", "sqrt", "rsqrt",

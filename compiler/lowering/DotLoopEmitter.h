@@ -293,6 +293,19 @@ private:
   };
   std::optional<TmaOperand> tmaA, tmaB;
   std::string tmaWhyNot; // why an operand is not loaded by TMA (remarks)
+  // A multicast across the cluster (planTma): A's load promises the same
+  // tile in every program of the cluster (tile.load's multicast), so each of
+  // the cluster's `multicastA` CTAs copies BM / multicastA of its rows into
+  // every CTA's stage; a CTA's `empty` barrier then also counts the other
+  // CTAs' consumers, which must all be done with a stage before any CTA
+  // refills it. 0: A copied by each CTA alone.
+  int64_t multicastA = 0;
+  // %cluster_ctarank (producer and consumers read it once).
+  Value clusterRank();
+  // The `empty` arrival of the other CTAs of the cluster for running
+  // iteration g's stage, when iteration g + S (its refill) exists: every
+  // arrival then lands before its CTA's producer can finish.
+  void releaseRemote(Value g);
   bool anyTma() const { return tmaA || tmaB; }
   // Decides tmaA / tmaB (in wsApplies).
   void planTma();

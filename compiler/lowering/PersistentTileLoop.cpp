@@ -69,7 +69,8 @@ std::optional<bool> KernelLowering::lowerPersistentDotLoop(scf::ForOp outer) {
 }
 
 std::optional<bool> KernelLowering::lowerKernelAsTileLoop() {
-  if (!opts_.persistentLaunch)
+  // A persistent grid is one block an SM, whatever the clusters would need.
+  if (!opts_.persistentLaunch || opts_.clusterSize > 1)
     return std::nullopt;
   Block &body = src_.getBody().front();
   // Every program_id(0) at the top level, where the loop rebinds it.

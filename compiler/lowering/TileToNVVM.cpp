@@ -537,6 +537,15 @@ bool KernelLowering::run() {
   dst_->setAttr("tessera.shared_bytes", b_.getI32IntegerAttr(int32_t(smem_.used())));
   if (extraWarps_)
     dst_->setAttr("tessera.num_warps", b_.getI32IntegerAttr(int32_t(opts_.numWarps + extraWarps_)));
+  if (opts_.clusterSize > 1) {
+    // Launched in clusters of clusterSize along x (PTX .reqnctapercluster):
+    // the driver takes them from the kernel, cuLaunchKernel needs nothing.
+    if (target_.sm < 90)
+      ok = fail(src_, "cluster_size " + std::to_string(opts_.clusterSize) + " needs sm_90 or later; the target is " +
+                          target_.name());
+    dst_->setAttr(NVVM::NVVMDialect::getClusterDimAttrName(),
+                  b_.getDenseI32ArrayAttr({int32_t(opts_.clusterSize), 1, 1}));
+  }
   if (maxRegs_)
     dst_->setAttr("nvvm.maxnreg", b_.getI32IntegerAttr(int32_t(maxRegs_)));
   else if (int64_t blocks = latencyOccupancyBlocks(hasDot, largestTile))
@@ -727,6 +736,14 @@ bool KernelLowering::lowerOp(Operation *op) {
               : np.getAxis() == 1 ? Value(NVVM::GridDimYOp::create(b_, loc, b_.getI32Type()))
                                   : Value(NVVM::GridDimZOp::create(b_, loc, b_.getI32Type()));
     setScalar(np, v);
+    return true;
+  }
+  if (auto cs = dyn_cast<tile::ClusterSizeOp>(op)) {
+    // The cluster's blocks along x (%cluster_nctaid.x, sm_90+; 1 without a
+    // cluster launch). Clusters span x only (CompileOptions::clusterSize).
+    Value v = target_.sm >= 90 ? Value(NVVM::ClusterDimBlocksXOp::create(b_, loc, b_.getI32Type()))
+                               : Value(i32c(1, loc));
+    setScalar(cs, v);
     return true;
   }
   if (auto cst = dyn_cast<arith::ConstantOp>(op)) {

@@ -49,19 +49,29 @@ Value materializeForm(KernelLowering &kl, OpBuilder &b, Location loc, const Line
 }
 
 void issueTensorBox(KernelLowering &kl, Location loc, Value dst, Value map, ArrayRef<Value> coords,
-                    Value bar) {
+                    Value bar, int64_t multicastMask) {
   std::string text = "cp.async.bulk.tensor." + std::to_string(coords.size()) +
-                     "d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {";
+                     "d.shared::cluster.global.tile.mbarrier::complete_tx::bytes" +
+                     (multicastMask ? ".multicast::cluster" : "") + " [$0], [$1, {";
   std::string cons = "r,l";
   for (size_t i = 0; i < coords.size(); ++i) {
     text += (i ? ", $" : "$") + std::to_string(i + 2);
     cons += ",r";
   }
-  text += "}], [$" + std::to_string(coords.size() + 2) + "];";
+  text += "}], [$" + std::to_string(coords.size() + 2) + "]";
   SmallVector<Value> operands{dst, map};
   operands.append(coords.begin(), coords.end());
   operands.push_back(bar);
-  kl.sideEffectAsm({}, operands, text, cons + ",r,~{memory}", loc);
+  cons += ",r";
+  if (multicastMask) {
+    // The same box lands at `dst` in every CTA of the mask (a 16-bit
+    // operand), each CTA's mbarrier at `bar`'s offset counting its bytes.
+    text = "{\n.reg .b16 mask;\nmov.b16 mask, " + std::to_string(multicastMask) + ";\n" + text +
+           ", mask;\n}";
+  } else {
+    text += ";";
+  }
+  kl.sideEffectAsm({}, operands, text, cons + ",~{memory}", loc);
 }
 
 } // namespace tessera::lowering::detail

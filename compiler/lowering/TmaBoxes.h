@@ -23,9 +23,10 @@ Value materializeForm(KernelLowering &kl, OpBuilder &b, Location loc, const Line
 
 /// One box of the map at generic address `map`, at `coords` (columns, rows,
 /// then the outer dimensions), into shared address `dst`, its bytes
-/// completing on mbarrier `bar`.
+/// completing on mbarrier `bar`. A nonzero `multicastMask` copies it into
+/// every CTA of the cluster whose rank's bit is set, at the same addresses.
 void issueTensorBox(KernelLowering &kl, Location loc, Value dst, Value map, ArrayRef<Value> coords,
-                    Value bar);
+                    Value bar, int64_t multicastMask = 0);
 
 } // namespace tessera::lowering::detail
 

@@ -130,6 +130,14 @@ void DotLoopEmitter::planTma() {
   if (!opts_.tma || !ws || !useWgmma)
     return;
   tmaA = aMMajor ? tmaFor(m_.loadA, BK, WAm()) : tmaFor(m_.loadA, BM, WA);
+  // Multicast needs A's box in whole swizzle atoms (8 rows of the stage's
+  // width) per CTA, at origins the affine map follows.
+  int64_t C = opts_.clusterSize;
+  if (C > 1 && tmaA && m_.loadA.getMulticast() && !aMMajor && !persistent && !tmaA->groupRows &&
+      BM % C == 0 && (BM / C) % 8 == 0 && (BM / C) * tmaA->width % 1024 == 0) {
+    multicastA = C;
+    tmaA->rows = BM / C;
+  }
   if (!swap)
     tmaB = tmaFor(m_.loadB, kMajorB ? BN : BK, WB);
   else if (bBulk)
@@ -152,6 +160,26 @@ bool DotLoopEmitter::addTensorMaps() {
 }
 
 Value DotLoopEmitter::materialize(const LinearForm &f) { return materializeForm(kl_, b_, loc, f); }
+
+Value DotLoopEmitter::clusterRank() {
+  return asmCall({i32}, {}, "mov.u32 $0, %cluster_ctarank;", "=r").getResult(0);
+}
+
+void DotLoopEmitter::releaseRemote(Value g) {
+  Value refilled = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::slt,
+                                         arith::AddIOp::create(b_, loc, g, c32(S)), n);
+  scf::IfOp when = kl_.makeIf(refilled, false, loc);
+  OpBuilder::InsertionGuard ig(b_);
+  b_.setInsertionPointToStart(when.thenBlock());
+  Value rank = clusterRank(), bar = mbar(1, slotOf(g));
+  for (int64_t k = 1; k < multicastA; ++k) {
+    Value peer = arith::RemUIOp::create(b_, loc, arith::AddIOp::create(b_, loc, rank, c32(k)), c32(multicastA));
+    asmCall({}, {bar, peer},
+            "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, $0, $1;\n"
+            "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}",
+            "r,r,~{memory}");
+  }
+}
 
 bool DotLoopEmitter::issueTma(Value j, Value gj, Value fullBar) {
   // Computed origins and bulk copies read the pointer tiles of iteration j.
@@ -186,8 +214,23 @@ bool DotLoopEmitter::issueTma(Value j, Value gj, Value fullBar) {
       issueBox(t, arith::AddIOp::create(b_, loc, stage, c32(blk * t.rows * t.width)),
                arith::AddIOp::create(b_, loc, x, c32(blk * t.width / eb)), y, fullBar);
   };
-  if (tmaA)
+  if (tmaA && multicastA) {
+    // This CTA's slice of rows, into the same place of every CTA's stage.
+    const TmaOperand &t = *tmaA;
+    Value slice = arith::MulIOp::create(b_, loc, clusterRank(), c32(t.rows));
+    Value x = arith::AddIOp::create(b_, loc, materialize(t.map.col0),
+                                    arith::MulIOp::create(b_, loc, j, c32(t.map.colStep)));
+    Value y = arith::AddIOp::create(
+        b_, loc, arith::AddIOp::create(b_, loc, materialize(t.map.row0), slice),
+        arith::MulIOp::create(b_, loc, j, c32(t.map.rowStep)));
+    Value at = arith::AddIOp::create(b_, loc, aStage(gj), arith::MulIOp::create(b_, loc, slice, c32(t.width)));
+    for (int64_t blk = 0; blk < t.blocks; ++blk)
+      issueTensorBox(kl_, loc, arith::AddIOp::create(b_, loc, at, c32(blk * BM * t.width)), t.param,
+                     {arith::AddIOp::create(b_, loc, x, c32(blk * t.width / eb)), y}, fullBar,
+                     (int64_t(1) << multicastA) - 1);
+  } else if (tmaA) {
     issue(*tmaA, m_.loadA, aStage(gj));
+  }
   if (tmaB)
     issue(*tmaB, m_.loadB, tmaB->bulk ? rawStage(gj) : bStage(gj));
   if (bind)

@@ -48,10 +48,17 @@ void DotLoopEmitter::wsSetup() {
       // shift; the TMA thread publishes before its own arrival).
       int64_t fullCount = (anyCpAsync() ? P : 0) + (anyTma() ? 1 : 0) + (bBulk ? 0 : bRuns);
       kl_.mbarrierInit(mbar(0, c32(q)), fullCount, loc);
-      kl_.mbarrierInit(mbar(1, c32(q)), opts_.numWarps, loc);
+      // With A multicast, every CTA's consumers release every CTA's stage.
+      kl_.mbarrierInit(mbar(1, c32(q)), opts_.numWarps * std::max<int64_t>(1, multicastA), loc);
     }
+    if (multicastA)
+      asmCall({}, {}, "fence.mbarrier_init.release.cluster;", "~{memory}");
   }
-  kl_.barrier(loc);
+  if (multicastA) // no CTA copies into, or arrives at, another's barriers before they exist
+    asmCall({}, {}, "barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;",
+            "~{memory}");
+  else
+    kl_.barrier(loc);
   kl_.addProducerWarps(4, moveRegs() ? 168 : 0);
 }
 
@@ -114,6 +121,8 @@ bool DotLoopEmitter::wsConsumer(ValueRange acc0, SmallVector<Value> &accs, Value
     OpBuilder::InsertionGuard ig(b_);
     b_.setInsertionPointToStart(rel.thenBlock());
     kl_.mbarrierArrive(mbar(1, slotOf(g)), loc);
+    if (multicastA)
+      releaseRemote(g);
   };
   bool ok = emitUnrolledLoop(acc0, accs, [&](Value i, SmallVector<Value> &a) {
     Value gi = arith::AddIOp::create(b_, loc, base, i);

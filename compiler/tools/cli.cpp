@@ -127,6 +127,10 @@ bool parseMaxRegisters(const std::string &v, int &maxRegisters, std::string &err
   return parseValidated("--maxnreg", v, &CompileOptions::maxRegisters, maxRegisters, error);
 }
 
+bool parseClusterSize(const std::string &v, int &clusterSize, std::string &error) {
+  return parseValidated("--cluster-size", v, &CompileOptions::clusterSize, clusterSize, error);
+}
+
 bool parseUnsigned(const std::string &text, unsigned long long &value) {
   if (text.empty() || text.size() > 18)
     return false;

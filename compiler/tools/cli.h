@@ -67,6 +67,8 @@ bool parseNumWarps(const std::string &text, int &numWarps, std::string &error);
 bool parseNumStages(const std::string &text, int &numStages, std::string &error);
 /// --maxnreg: 16 to 255 (CompileOptions::maxRegisters).
 bool parseMaxRegisters(const std::string &text, int &maxRegisters, std::string &error);
+/// --cluster-size: 1, 2 or 4 (CompileOptions::clusterSize).
+bool parseClusterSize(const std::string &text, int &clusterSize, std::string &error);
 /// A non-negative decimal integer that fits in `long long`.
 bool parseUnsigned(const std::string &text, unsigned long long &value);
 

@@ -101,6 +101,8 @@ options:
   --num-stages N     shared-memory stages for loops feeding dot (1..8, default 4)
   --maxnreg N        registers a thread may use (16..255; default: ptxas's choice):
                      fewer registers, more blocks per SM, perhaps spills
+  --cluster-size N   programs per thread-block cluster along x (1, 2 or 4; sm_90+:
+                     PTX .reqnctapercluster)
   --no-warp-specialize  every warp copies and multiplies in pipelined dot loops
                      (default on sm_90a: a producer warpgroup copies)
   --no-tma           copy the operands of warp-specialized and ping-pong staged dot
@@ -166,6 +168,9 @@ int cmdCompile(int argc, char **argv) {
         return usageError(err, kCompileHelp);
     } else if (args.value("--maxnreg", v)) {
       if (!parseMaxRegisters(v, opts.maxRegisters, err))
+        return usageError(err, kCompileHelp);
+    } else if (args.value("--cluster-size", v)) {
+      if (!parseClusterSize(v, opts.clusterSize, err))
         return usageError(err, kCompileHelp);
     } else if (a == "--no-warp-specialize") {
       opts.warpSpecialize = false;

@@ -49,6 +49,8 @@ options:
   --num-warps N    warps per program instance on the GPU (power of two, default 4)
   --num-stages N   shared-memory pipeline stages for loops feeding dot (default 4)
   --maxnreg N      registers a thread may use on the GPU (16..255; default: ptxas's)
+  --cluster-size N programs per thread-block cluster along x (1, 2 or 4; sm_90+);
+                   the grid's x size must be a multiple of it
   --no-tma         copy dot operands with cp.async rather than TMA tensor maps (as
                    `tessera compile --no-tma`)
   --interpret      run in the CPU interpreter even when a GPU is present
@@ -89,6 +91,7 @@ struct RunOptions {
   int numWarps = 4;
   int numStages = 4;
   int maxRegisters = 0;
+  int clusterSize = 1;
   bool tma = true;
   bool interpret = false, check = false;
   bool targetCheck = true;
@@ -218,6 +221,7 @@ int execute(Backends &be, const RunOptions &o, Report &rep, Inputs &in) {
   jo.numWarps = o.numWarps;
   jo.numStages = o.numStages;
   jo.maxRegisters = o.maxRegisters;
+  jo.clusterSize = o.clusterSize;
   jo.tma = o.tma;
   jo.importPaths = o.importPaths;
   jo.checkTargetResources = o.targetCheck;
@@ -391,6 +395,9 @@ int cmdRun(int argc, char **argv) {
         return usageError(err, kRunHelp);
     } else if (args.value("--maxnreg", v)) {
       if (!parseMaxRegisters(v, o.maxRegisters, err))
+        return usageError(err, kRunHelp);
+    } else if (args.value("--cluster-size", v)) {
+      if (!parseClusterSize(v, o.clusterSize, err))
         return usageError(err, kRunHelp);
     } else if (a == "--no-tma") {
       o.tma = false;

@@ -29,6 +29,7 @@ struct SetOptionsPass : impl::TesseraSetOptionsBase<SetOptionsPass> {
     o.tma = tma;
     o.persistentLaunch = persistentLaunch;
     o.maxRegisters = maxRegisters;
+    o.clusterSize = clusterSize;
     if (std::string why = o.validate(); !why.empty()) {
       getOperation().emitError() << why;
       return signalPassFailure();

@@ -32,6 +32,15 @@ def Tile_NumProgramsOp : Tile_Op<"num_programs", [Pure]> {
   let assemblyFormat = "$axis attr-dict `:` type($result)";
 }
 
+def Tile_ClusterSizeOp : Tile_Op<"cluster_size", [Pure]> {
+  let summary = "programs in this program's thread-block cluster (at least 1)";
+  // The GPU's %cluster_nctarank: the compile option cluster_size on sm_90+,
+  // else 1. The interpreter runs no clusters: 1. The programs of a cluster
+  // are consecutive along the grid's x axis.
+  let results = (outs I32:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
 //===----------------------------------------------------------------------===//
 // Tile construction and shape manipulation
 //===----------------------------------------------------------------------===//
@@ -120,9 +129,12 @@ def Tile_LoadOp : Tile_Op<"load", [AttrSizedOperandSegments]> {
   // cacheModifier: ".ca", ".cg" or ".cv" (PTX's ld cache operators);
   // evictionPolicy: "evict_first", "evict_last" or "evict_normal" (an L2
   // cache-eviction priority). Hints only: the values loaded are the same.
+  // multicast: every program of the cluster loads the same tile here (the
+  // program's promise); a warp-specialized dot loop may then copy it once
+  // per cluster. The values loaded are the same either way.
   let arguments = (ins AnyType:$ptr, Optional<AnyType>:$mask, Optional<AnyType>:$other,
                        UnitAttr:$isVolatile, OptionalAttr<StrAttr>:$cacheModifier,
-                       OptionalAttr<StrAttr>:$evictionPolicy);
+                       OptionalAttr<StrAttr>:$evictionPolicy, UnitAttr:$multicast);
   let results = (outs AnyType:$result);
   let assemblyFormat = [{
     $ptr (`mask` $mask^)? (`other` $other^)? attr-dict `:` type($ptr) `->` type($result)

@@ -49,6 +49,7 @@ struct Config {
   std::optional<bool> warpSpecialize;
   std::optional<bool> tma;
   std::optional<int> maxRegisters; ///< maxnreg (CompileOptions::maxRegisters)
+  std::optional<int> clusterSize;  ///< cluster_size (CompileOptions::clusterSize)
 
   Config() = default;
   explicit Config(std::map<std::string, ConstexprValue> values) : constexprs(std::move(values)) {}
@@ -68,6 +69,7 @@ struct Config {
   Config &specializeWarps(bool on) { warpSpecialize = on; return *this; }
   Config &useTma(bool on) { tma = on; return *this; }
   Config &maxnreg(int n) { maxRegisters = n; return *this; }
+  Config &cluster(int n) { clusterSize = n; return *this; }
 
   /// Sets the switches this config sets and its constexprs in options.constexprs.
   void applyTo(CompileOptions &options) const;
@@ -83,7 +85,8 @@ struct Config {
 
   /// "BK=64,BM=128,BN=256,num_warps=8,num_stages=4": constexprs sorted by name
   /// (constexprToString), then the switches that are set, in the order
-  /// num_warps, num_stages, warp_specialize, tma, maxnreg (booleans as 0/1).
+  /// num_warps, num_stages, warp_specialize, tma, maxnreg, cluster_size
+  /// (booleans as 0/1).
   std::string str() const;
   /// The inverse of str(). Names num_warps, num_stages, warp_specialize and tma
   /// are the switches; any other name is a constexpr (parseConstexpr). Nullopt

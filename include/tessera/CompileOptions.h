@@ -105,6 +105,12 @@ struct CompileOptions {
   /// SM (occupancy). Warp-specialized dot loops split registers themselves
   /// and ignore it.
   int maxRegisters = 0;
+  /// Programs per thread-block cluster along the grid's x axis (PTX
+  /// `.reqnctapercluster`; sm_90+): 1 (no clusters), 2 or 4. The grid's x size
+  /// must then be a multiple of it. A warp-specialized dot loop whose operand
+  /// A is loaded with `multicast=True` then copies A once per cluster, each
+  /// program a slice, multicast to all (docs/performance.md, "Clusters").
+  int clusterSize = 1;
   /// Run canonicalize + CSE + loop-invariant code motion after IR generation.
   bool optimize = true;
 

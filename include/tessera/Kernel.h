@@ -43,6 +43,9 @@ struct LaunchConfig {
   /// (grid.y * grid.z)) blocks along x (at least 1) and passes grid.x after
   /// the arguments. 0: not persistent.
   unsigned residentBlocks = 0;
+  /// Programs per cluster along x (CompileOptions::clusterSize): a launch's
+  /// grid.x must be a multiple of it.
+  unsigned clusterSize = 1;
 };
 
 /// Facts about the integer arguments of one launch, by parameter name

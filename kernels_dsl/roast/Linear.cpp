@@ -29,11 +29,18 @@ int32_t i32(int64_t v) { return int32_t(v); }
 // with 8, when 4 of the forward's programs wait for the fill to end.
 int64_t fillPrograms(Context &ctx, const Config &c, int64_t B, int64_t N) {
   const int64_t sms = std::max(1, ctx.smCount());
-  const int64_t programs = cdiv(B, c.get("BM")) * cdiv(N, c.get("BN")) * c.getOr("SPLIT_K", 1);
+  const Grid g = forwardGrid(c, B, N);
+  const int64_t programs = int64_t(g.x) * g.y;
   return sms - programs >= 4 ? sms - programs : sms;
 }
 
 } // namespace
+
+Grid forwardGrid(const Config &c, int64_t batch, int64_t out) {
+  const int64_t cs = c.clusterSize.value_or(1);
+  return Grid::of(cdiv(batch, c.get("BM")) * cs * cdiv(cdiv(out, c.get("BN")), cs),
+                  c.getOr("SPLIT_K", 1));
+}
 
 struct Linear::State {
   MemoryArray *mem;
@@ -133,9 +140,7 @@ void Linear::forward(const Stream &stream, const DeviceBuffer<float> &X, DeviceB
   detail::checkBuffer("roast::Linear::forward", "Y", Y.size(), batch * s.out);
   TunedKernel &k = s.kernel(s.fwd, "roast/roast_mm.tile", "roast_mm_fwd", true, false, s.reproducible);
   const int64_t B = batch, N = s.out;
-  auto grid = [=](const Config &c) {
-    return Grid::of(cdiv(B, c.get("BM")) * cdiv(N, c.get("BN")), c.getOr("SPLIT_K", 1));
-  };
+  auto grid = [=](const Config &c) { return forwardGrid(c, B, N); };
   // The arguments once, for the config lookup and the launch.
   auto pack = [](const auto &...a) {
     return std::pair{makeArgs(a...), std::vector<const DeviceMemory *>{bufferOf(a)...}};

@@ -21,6 +21,11 @@ bool numProgramsOp(Exec &e, const Instr &ins) {
   *P<int32_t>(e, ins.dst) = int32_t(e.rs->grid[ins.pred]);
   return true;
 }
+// The interpreter runs every program alone: clusters of one.
+bool clusterSizeOp(Exec &e, const Instr &ins) {
+  *P<int32_t>(e, ins.dst) = 1;
+  return true;
+}
 bool makeRangeOp(Exec &e, const Instr &ins) {
   int32_t *d = P<int32_t>(e, ins.dst);
   int32_t start = int32_t(ins.aux[0]);
@@ -722,6 +727,7 @@ bool resolveTile(Instr &ins, std::string &err) {
   switch (ins.op) {
   case Op::ProgramId: ins.fn = &programIdOp; return true;
   case Op::NumPrograms: ins.fn = &numProgramsOp; return true;
+  case Op::ClusterSize: ins.fn = &clusterSizeOp; return true;
   case Op::MakeRange: ins.fn = &makeRangeOp; return true;
   case Op::Splat:
     ins.fn = dispatchSize(ekSize(ins.kind), [](auto B) -> OpFn { return &splatOp<decltype(B)::value>; });

@@ -395,6 +395,7 @@ private:
   std::optional<bool> decodeAliasOp(Operation &op);
   bool decodeProgramId(tile::ProgramIdOp p, Instr &ins, Block &out);
   bool decodeNumPrograms(tile::NumProgramsOp p, Instr &ins, Block &out);
+  bool decodeClusterSize(tile::ClusterSizeOp p, Instr &ins, Block &out);
   bool decodeMakeRange(tile::MakeRangeOp m, Instr &ins, const TypeFacts &rf, Block &out);
   bool decodeSplat(tile::SplatOp s, Instr &ins, const TypeFacts &rf, Block &out);
   bool decodeBroadcast(tile::BroadcastOp b, Instr &ins, const TypeFacts &rf, Block &out);
@@ -674,6 +675,11 @@ bool Decoder::decodeProgramId(tile::ProgramIdOp p, Instr &ins, Block &out) {
 bool Decoder::decodeNumPrograms(tile::NumProgramsOp p, Instr &ins, Block &out) {
   ins.op = interp::Op::NumPrograms;
   ins.pred = int32_t(p.getAxis());
+  return defineResult(p, ins) && finish(ins, p, out);
+}
+
+bool Decoder::decodeClusterSize(tile::ClusterSizeOp p, Instr &ins, Block &out) {
+  ins.op = interp::Op::ClusterSize;
   return defineResult(p, ins) && finish(ins, p, out);
 }
 
@@ -992,6 +998,7 @@ bool Decoder::decodeOp(Operation &op, Block &out) {
   return llvm::TypeSwitch<Operation *, bool>(&op)
       .Case([&](tile::ProgramIdOp p) { return decodeProgramId(p, ins, out); })
       .Case([&](tile::NumProgramsOp p) { return decodeNumPrograms(p, ins, out); })
+      .Case([&](tile::ClusterSizeOp p) { return decodeClusterSize(p, ins, out); })
       .Case([&](tile::MakeRangeOp m) { return decodeMakeRange(m, ins, rf, out); })
       .Case([&](tile::SplatOp s) { return decodeSplat(s, ins, rf, out); })
       .Case([&](tile::BroadcastOp b) { return decodeBroadcast(b, ins, rf, out); })

@@ -52,7 +52,7 @@ enum class Op : uint16_t {
   // casts
   ExtSI, ExtUI, TruncI, SIToFP, UIToFP, FPToSI, FPToUI, FloatCast,
   // tile
-  ProgramId, NumPrograms, MakeRange, Splat, Broadcast, Trans, Gather, AddPtr, Load, Store, AtomicRMW,
+  ProgramId, NumPrograms, ClusterSize, MakeRange, Splat, Broadcast, Trans, Gather, AddPtr, Load, Store, AtomicRMW,
   AtomicCAS, Dot, Reduce, Scan, Sort, Print, Clamp, Assert,
   // control flow
   For, While, If, Return,

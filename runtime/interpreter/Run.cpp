@@ -36,7 +36,7 @@ const char *opName(Op op) {
       "minui", "mulhisi", "mulhiui", "absi", "ctpop", "ctlz", "cttz",
       "cmpi", "cmpf", "select", "isnan", "isinf", "isfinite",
       "extsi", "extui", "trunci", "sitofp", "uitofp", "fptosi", "fptoui", "float_cast",
-      "program_id", "num_programs", "make_range", "splat", "broadcast", "trans", "gather", "addptr", "load",
+      "program_id", "num_programs", "cluster_size", "make_range", "splat", "broadcast", "trans", "gather", "addptr", "load",
       "store", "atomic_rmw", "atomic_cas", "dot", "reduce", "scan", "sort", "print", "clampf", "assert",
       "for", "while", "if", "return"};
   size_t i = size_t(op);
@@ -233,7 +233,7 @@ bool resolve(Instr &ins, std::string &err) {
   case Op::ExtSI: case Op::ExtUI: case Op::TruncI: case Op::SIToFP: case Op::UIToFP:
   case Op::FPToSI: case Op::FPToUI: case Op::FloatCast:
     return resolveCast(ins, err);
-  case Op::ProgramId: case Op::NumPrograms: case Op::MakeRange: case Op::Splat:
+  case Op::ProgramId: case Op::NumPrograms: case Op::ClusterSize: case Op::MakeRange: case Op::Splat:
   case Op::Broadcast: case Op::Trans: case Op::Gather: case Op::AddPtr: case Op::Load: case Op::Store:
   case Op::AtomicRMW: case Op::AtomicCAS: case Op::Dot: case Op::Reduce: case Op::Scan: case Op::Sort: case Op::Print: case Op::Assert:
     return resolveTile(ins, err);

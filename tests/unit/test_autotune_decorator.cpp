@@ -287,7 +287,7 @@ TEST_CASE("@autotune: errors in the arguments", "[autotune-decorator][errors]") 
     std::string message;
   };
   const std::string exists = "(constexpr parameters: BM, BN, DT, EPS, FAST; switches: "
-                             "num_warps, num_stages, warp_specialize, tma, maxnreg)";
+                             "num_warps, num_stages, warp_specialize, tma, maxnreg, cluster_size)";
   const std::vector<Case> cases = {
       {"configs=[config(BM=64)], keys=[\"M\"]", 1, 36,
        "unknown @autotune argument 'keys'; expected configs, key, key_round, prune, reset or "
@@ -360,7 +360,7 @@ TEST_CASE("@autotune: errors inside the prune string point into it", "[autotune-
     std::string message;
   };
   const std::string exists = "(constexpr parameters: BM, BN, DT, EPS, FAST; switches: "
-                             "num_warps, num_stages, warp_specialize, tma, maxnreg)";
+                             "num_warps, num_stages, warp_specialize, tma, maxnreg, cluster_size)";
   const std::vector<Case> cases = {
       {"\"BM * BN <= 3x2\"", 54, "in prune=: invalid number literal '3x2'"},
       {"\"BM * BN <=\"", 53, "in prune=: expected an expression, found the end of the string"},

@@ -549,9 +549,9 @@ TEST_CASE("diagnostics: builtin argument binding", "[diagnostics][builtins]") {
   // Too many.
   CHECK(errorsOf(R"SRC(@kernel
 def k(X: *f32):
-    x = load(X, None, 0.0, False, "", "", None, "", 1)
-)SRC") == err(3, 53, "load() takes 1 to 8 arguments but 9 were given",
-              "    x = load(X, None, 0.0, False, \"\", \"\", None, \"\", 1)"));
+    x = load(X, None, 0.0, False, "", "", None, "", False, 1)
+)SRC") == err(3, 60, "load() takes 1 to 9 arguments but 10 were given",
+              "    x = load(X, None, 0.0, False, \"\", \"\", None, \"\", False, 1)"));
   // Missing a required one.
   CHECK(errorsOf(R"SRC(@kernel
 def k(X: *f32):

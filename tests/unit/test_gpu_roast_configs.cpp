@@ -12,6 +12,7 @@
 #include "tessera/Autotune.h"
 #include "tessera/Compiler.h"
 #include "tessera/KernelLibrary.h"
+#include "tessera/roast/Linear.h"
 #include "tessera/tessera.h"
 
 #include <catch2/catch.hpp>
@@ -64,7 +65,7 @@ std::vector<float> forwardAt(Context &ctx, const std::string &path, const Config
     Y.zero();
   else
     Y.memsetBytes(0xFF);
-  k.launch(ctx.stream(), Grid::of(cdiv(B, c.get("BM")) * cdiv(N, c.get("BN")), split), X, Mem, Y,
+  k.launch(ctx.stream(), roast::forwardGrid(c, B, N), X, Mem, Y,
            R[1], R[2], R[3], R[4], R[5], R[7], int32_t(B), int32_t(K), int32_t(N), int32_t(H), lam,
            int32_t(K), int32_t(1), int32_t(N), int32_t(1));
   ctx.synchronize();

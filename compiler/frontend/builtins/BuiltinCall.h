@@ -61,6 +61,7 @@ public:
   // ---- the handlers -------------------------------------------------------
   // Shape.cpp
   SemValue onProgramId(); // program_id, num_programs
+  SemValue onClusterSize();
   SemValue onArange();
   SemValue onZerosOrFull(); // zeros, full
   SemValue onZerosLike();

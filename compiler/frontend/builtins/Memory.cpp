@@ -69,7 +69,7 @@ bool BuiltinCall::addressingArgs(const std::vector<std::pair<size_t, const char 
 
 SemValue BuiltinCall::onLoad() {
   if (!bind({{"ptr", "mask", "other", "volatile", "cache_modifier", "eviction_policy",
-              "boundary_check", "padding_option"},
+              "boundary_check", "padding_option", "multicast"},
              1}))
     return SemValue::invalid();
   if (!addressingArgs({{1, "mask"}, {2, "other"}}, {{6, "boundary_check"}, {7, "padding_option"}}))
@@ -116,9 +116,17 @@ SemValue BuiltinCall::onLoad() {
   std::optional<bool> vol = isVolatile();
   if (!vol || !broadcastAll(vals))
     return SemValue::invalid();
+  // multicast=: the program's promise that every program of its cluster
+  // loads the same tile here (tile.load's multicast).
+  bool multicast = false;
+  if (a[8].present) {
+    if (a[8].value.kind != SemValue::Bool)
+      return fail(a[8].loc, "load() 'multicast' must be True or False");
+    multicast = a[8].value.b;
+  }
   TileType t{ptr.type.elem.pointee(), ptr.type.shape};
   auto op = tile::LoadOp::create(b_, ml, toMlir(t), ptr.value, mask.ok() ? mask.value : Value(),
-                                 other.ok() ? other.value : Value(), *vol, cop, evict);
+                                 other.ok() ? other.value : Value(), *vol, cop, evict, multicast);
   return SemValue::ofRuntime(op.getResult(), t);
 }
 

@@ -29,6 +29,15 @@ SemValue BuiltinCall::onProgramId() {
   return SemValue::ofRuntime(v, t);
 }
 
+// cluster_size(): the programs of this program's cluster (a run-time i32, 1
+// without clusters and in the interpreter).
+SemValue BuiltinCall::onClusterSize() {
+  if (!bind({{}, 0}))
+    return SemValue::invalid();
+  Value v = tile::ClusterSizeOp::create(b_, ml, b_.getI32Type());
+  return SemValue::ofRuntime(v, TileType{{ScalarType::i32, 0}, {}});
+}
+
 SemValue BuiltinCall::onArange() {
   if (!bind({{"start", "end"}, 2}))
     return SemValue::invalid();

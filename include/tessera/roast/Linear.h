@@ -101,6 +101,11 @@ private:
   std::unique_ptr<State> s_;
 };
 
+/// The launch grid of kernels_dsl/roast/roast_mm.tile's roast_mm_fwd at
+/// config `c` for `batch` rows and `out` columns: its tiles, the column
+/// tiles rounded up to whole clusters (cluster_size), by SPLIT_K.
+Grid forwardGrid(const Config &c, int64_t batch, int64_t out);
+
 } // namespace tessera::roast
 
 #endif
