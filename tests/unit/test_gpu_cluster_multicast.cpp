@@ -1,6 +1,7 @@
 // Thread-block clusters (CompileOptions::clusterSize) and A multicast in
-// warp-specialized dot loops: a tf32 matmul whose programs go in clusters of
-// adjacent column tiles of one row tile, loading A with multicast=True, so
+// warp-specialized dot loops: a tf32 matmul (the lit test's kernel) whose
+// programs go in clusters of adjacent column tiles of one row tile, loading A
+// with multicast=True, so
 // each CTA copies a slice of A's rows into every CTA of its cluster. Checked
 // against fp64 at ragged shapes (a cluster reaching past N, a K tail, loops
 // shorter than the ring of stages), on the GPU (sm_90a; skips visibly
@@ -19,28 +20,9 @@ using namespace tessera;
 using namespace tessera::testing;
 
 namespace {
-const char *kClusterMatmul = R"(
-@kernel
-def mm(A: *f32, B: *f32, C: *f32, M: i32, N: i32, K: i32,
-       BM: constexpr = 128, BN: constexpr = 128, BK: constexpr = 32):
-    cs = cluster_size()
-    tiles_n = cdiv(cdiv(N, BN), cs)
-    pid_m = (program_id(0) // cs) // tiles_n
-    pid_n = ((program_id(0) // cs) % tiles_n) * cs + program_id(0) % cs
-    rm = pid_m * BM + arange(0, BM)
-    rn = pid_n * BN + arange(0, BN)
-    rk = arange(0, BK)
-    a_ptrs = A + rm[:, None] * K + rk[None, :]
-    b_ptrs = B + rk[:, None] * N + rn[None, :]
-    acc = zeros((BM, BN), f32)
-    for k0 in range(0, K, BK):
-        a = load(a_ptrs, mask=(rm[:, None] < M) & (rk[None, :] < K - k0), other=0.0, multicast=True)
-        b = load(b_ptrs, mask=(rk[:, None] < K - k0) & (rn[None, :] < N), other=0.0)
-        acc = dot(a, b, acc)
-        a_ptrs += BK
-        b_ptrs += BK * N
-    store(C + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
-)";
+// The kernel of the lit test tests/lit/lowering/cluster_multicast.tile (its
+// PTX is checked there): programs paired by cluster_size(), A multicast.
+const std::string kClusterMatmul = std::string(TESSERA_SOURCE_DIR) + "/tests/lit/lowering/cluster_multicast.tile";
 
 struct Shape {
   int64_t M, N, K;
@@ -55,7 +37,7 @@ double clusterMatmulError(Context &ctx, const Shape &s, int cs, int64_t BM) {
   JitOptions o;
   o.numWarps = 8;
   o.clusterSize = cs;
-  Kernel k = compileString(ctx, kClusterMatmul, "cluster_mm.tile", "mm", {{"BM", BM}}, o);
+  Kernel k = compile(ctx, kClusterMatmul, "mm", {{"BM", BM}}, o);
   auto A = ctx.upload(a), B = ctx.upload(b);
   auto C = ctx.alloc<float>(size_t(s.M * s.N));
   C.memsetBytes(0xFF);
@@ -88,7 +70,7 @@ TEST_CASE("a cluster launch whose grid is not whole clusters is an error", "[lan
   Context ctx(createInterpreterBackend());
   JitOptions o;
   o.clusterSize = 2;
-  Kernel k = compileString(ctx, kClusterMatmul, "cluster_mm.tile", "mm", {}, o);
+  Kernel k = compile(ctx, kClusterMatmul, "mm", {}, o);
   auto A = ctx.alloc<float>(128 * 32), B = ctx.alloc<float>(32 * 128), C = ctx.alloc<float>(128 * 128);
   CHECK_THROWS_WITH(k.launch(ctx.stream(), Grid::of(3), A, B, C, int32_t(128), int32_t(128), int32_t(32)),
                     Catch::Contains("runs in clusters of 2 programs along x (cluster_size): the grid's x "
