@@ -300,8 +300,10 @@ private:
   // CTAs' consumers, which must all be done with a stage before any CTA
   // refills it. 0: A copied by each CTA alone.
   int64_t multicastA = 0;
-  // %cluster_ctarank (producer and consumers read it once).
-  Value clusterRank();
+  // With multicastA, set by wsSetup before the roles split: this CTA's
+  // %cluster_ctarank and the other CTAs' ranks.
+  Value clusterRank;
+  SmallVector<Value> peerRanks;
   // The `empty` arrival of the other CTAs of the cluster for running
   // iteration g's stage, when iteration g + S (its refill) exists: every
   // arrival then lands before its CTA's producer can finish.
@@ -326,8 +328,9 @@ private:
   // issue the boxes of iteration j into the stage of running iteration gj.
   // False on an error lowering the loop body (a computed origin binds it).
   bool issueTma(Value j, Value gj, Value fullBar);
-  // One box of `t` at coordinates (x, y) into shared address `dst`.
-  void issueBox(const TmaOperand &t, Value dst, Value x, Value y, Value fullBar);
+  // One box of `t` at coordinates (x, y) into shared address `dst`, and into
+  // the same address of the cluster's CTAs in `multicastMask`.
+  void issueBox(const TmaOperand &t, Value dst, Value x, Value y, Value fullBar, int64_t multicastMask = 0);
   // The boxes of a computed-origin operand `ld` of the bound iteration.
   void issueComputedOriginBoxes(const TmaOperand &t, tile::LoadOp ld, Value stage, Value fullBar);
 

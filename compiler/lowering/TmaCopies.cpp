@@ -161,24 +161,18 @@ bool DotLoopEmitter::addTensorMaps() {
 
 Value DotLoopEmitter::materialize(const LinearForm &f) { return materializeForm(kl_, b_, loc, f); }
 
-Value DotLoopEmitter::clusterRank() {
-  return asmCall({i32}, {}, "mov.u32 $0, %cluster_ctarank;", "=r").getResult(0);
-}
-
 void DotLoopEmitter::releaseRemote(Value g) {
   Value refilled = arith::CmpIOp::create(b_, loc, arith::CmpIPredicate::slt,
                                          arith::AddIOp::create(b_, loc, g, c32(S)), n);
   scf::IfOp when = kl_.makeIf(refilled, false, loc);
   OpBuilder::InsertionGuard ig(b_);
   b_.setInsertionPointToStart(when.thenBlock());
-  Value rank = clusterRank(), bar = mbar(1, slotOf(g));
-  for (int64_t k = 1; k < multicastA; ++k) {
-    Value peer = arith::RemUIOp::create(b_, loc, arith::AddIOp::create(b_, loc, rank, c32(k)), c32(multicastA));
+  Value bar = mbar(1, slotOf(g));
+  for (Value peer : peerRanks)
     asmCall({}, {bar, peer},
             "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, $0, $1;\n"
             "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}",
             "r,r,~{memory}");
-  }
 }
 
 bool DotLoopEmitter::issueTma(Value j, Value gj, Value fullBar) {
@@ -210,27 +204,22 @@ bool DotLoopEmitter::issueTma(Value j, Value gj, Value fullBar) {
                                     arith::MulIOp::create(b_, loc, j, c32(t.map.colStep)));
     Value y = arith::AddIOp::create(b_, loc, materialize(t.map.row0),
                                     arith::MulIOp::create(b_, loc, j, c32(t.map.rowStep)));
+    int64_t blockRows = t.rows, mask = 0;
+    if (ld == m_.loadA && multicastA) {
+      // This CTA's slice of A's rows (the box), into the same place of every
+      // CTA's stage, whose column blocks keep all BM rows.
+      Value slice = arith::MulIOp::create(b_, loc, clusterRank, c32(t.rows));
+      y = arith::AddIOp::create(b_, loc, y, slice);
+      stage = arith::AddIOp::create(b_, loc, stage, arith::MulIOp::create(b_, loc, slice, c32(t.width)));
+      blockRows = BM;
+      mask = (int64_t(1) << multicastA) - 1;
+    }
     for (int64_t blk = 0; blk < t.blocks; ++blk)
-      issueBox(t, arith::AddIOp::create(b_, loc, stage, c32(blk * t.rows * t.width)),
-               arith::AddIOp::create(b_, loc, x, c32(blk * t.width / eb)), y, fullBar);
+      issueBox(t, arith::AddIOp::create(b_, loc, stage, c32(blk * blockRows * t.width)),
+               arith::AddIOp::create(b_, loc, x, c32(blk * t.width / eb)), y, fullBar, mask);
   };
-  if (tmaA && multicastA) {
-    // This CTA's slice of rows, into the same place of every CTA's stage.
-    const TmaOperand &t = *tmaA;
-    Value slice = arith::MulIOp::create(b_, loc, clusterRank(), c32(t.rows));
-    Value x = arith::AddIOp::create(b_, loc, materialize(t.map.col0),
-                                    arith::MulIOp::create(b_, loc, j, c32(t.map.colStep)));
-    Value y = arith::AddIOp::create(
-        b_, loc, arith::AddIOp::create(b_, loc, materialize(t.map.row0), slice),
-        arith::MulIOp::create(b_, loc, j, c32(t.map.rowStep)));
-    Value at = arith::AddIOp::create(b_, loc, aStage(gj), arith::MulIOp::create(b_, loc, slice, c32(t.width)));
-    for (int64_t blk = 0; blk < t.blocks; ++blk)
-      issueTensorBox(kl_, loc, arith::AddIOp::create(b_, loc, at, c32(blk * BM * t.width)), t.param,
-                     {arith::AddIOp::create(b_, loc, x, c32(blk * t.width / eb)), y}, fullBar,
-                     (int64_t(1) << multicastA) - 1);
-  } else if (tmaA) {
+  if (tmaA)
     issue(*tmaA, m_.loadA, aStage(gj));
-  }
   if (tmaB)
     issue(*tmaB, m_.loadB, tmaB->bulk ? rawStage(gj) : bStage(gj));
   if (bind)
@@ -238,8 +227,9 @@ bool DotLoopEmitter::issueTma(Value j, Value gj, Value fullBar) {
   return true;
 }
 
-void DotLoopEmitter::issueBox(const TmaOperand &t, Value dst, Value x, Value y, Value fullBar) {
-  issueTensorBox(kl_, loc, dst, t.param, {x, y}, fullBar);
+void DotLoopEmitter::issueBox(const TmaOperand &t, Value dst, Value x, Value y, Value fullBar,
+                              int64_t multicastMask) {
+  issueTensorBox(kl_, loc, dst, t.param, {x, y}, fullBar, multicastMask);
 }
 
 void DotLoopEmitter::issueComputedOriginBoxes(const TmaOperand &t, tile::LoadOp ld, Value stage,

@@ -54,11 +54,16 @@ void DotLoopEmitter::wsSetup() {
     if (multicastA)
       asmCall({}, {}, "fence.mbarrier_init.release.cluster;", "~{memory}");
   }
-  if (multicastA) // no CTA copies into, or arrives at, another's barriers before they exist
+  if (multicastA) { // no CTA copies into, or arrives at, another's barriers before they exist
     asmCall({}, {}, "barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;",
             "~{memory}");
-  else
+    clusterRank = asmCall({i32}, {}, "mov.u32 $0, %cluster_ctarank;", "=r").getResult(0);
+    for (int64_t k = 1; k < multicastA; ++k)
+      peerRanks.push_back(arith::RemUIOp::create(
+          b_, loc, arith::AddIOp::create(b_, loc, clusterRank, c32(k)), c32(multicastA)));
+  } else {
     kl_.barrier(loc);
+  }
   kl_.addProducerWarps(4, moveRegs() ? 168 : 0);
 }
 

@@ -118,15 +118,12 @@ SemValue BuiltinCall::onLoad() {
     return SemValue::invalid();
   // multicast=: the program's promise that every program of its cluster
   // loads the same tile here (tile.load's multicast).
-  bool multicast = false;
-  if (a[8].present) {
-    if (a[8].value.kind != SemValue::Bool)
-      return fail(a[8].loc, "load() 'multicast' must be True or False");
-    multicast = a[8].value.b;
-  }
+  std::optional<bool> multicast = flagArg(a[8], "multicast", false);
+  if (!multicast)
+    return SemValue::invalid();
   TileType t{ptr.type.elem.pointee(), ptr.type.shape};
   auto op = tile::LoadOp::create(b_, ml, toMlir(t), ptr.value, mask.ok() ? mask.value : Value(),
-                                 other.ok() ? other.value : Value(), *vol, cop, evict, multicast);
+                                 other.ok() ? other.value : Value(), *vol, cop, evict, *multicast);
   return SemValue::ofRuntime(op.getResult(), t);
 }
 
