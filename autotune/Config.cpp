@@ -81,6 +81,18 @@ void configText(std::string &out, const Config &c) {
 
 // ---- Config ------------------------------------------------------------------------
 
+std::optional<int> Config::*Config::intSwitch(const std::string &name) {
+  return name == "num_warps"      ? &Config::numWarps
+         : name == "num_stages"   ? &Config::numStages
+         : name == "maxnreg"      ? &Config::maxRegisters
+         : name == "cluster_size" ? &Config::clusterSize
+                                  : nullptr;
+}
+
+std::optional<bool> Config::*Config::boolSwitch(const std::string &name) {
+  return name == "warp_specialize" ? &Config::warpSpecialize : name == "tma" ? &Config::tma : nullptr;
+}
+
 void Config::applyTo(CompileOptions &options) const { applyTo(options, options.constexprs); }
 
 void Config::applyTo(CompileOptions &options,
@@ -160,19 +172,16 @@ std::optional<Config> Config::parse(const std::string &text, std::string *error)
     std::string name = trim(item.substr(0, eq)), value = trim(item.substr(eq + 1));
     if (name.empty())
       return fail("expected NAME=VALUE, got '" + item + "'");
-    if (name == "num_warps" || name == "num_stages" || name == "maxnreg" || name == "cluster_size") {
+    if (auto sw = intSwitch(name)) {
       auto v = parseInt(value);
       if (!v || *v < std::numeric_limits<int>::min() || *v > std::numeric_limits<int>::max())
         return fail(name + " must be an integer, got '" + value + "'");
-      (name == "num_warps"    ? c.numWarps
-       : name == "num_stages" ? c.numStages
-       : name == "maxnreg"    ? c.maxRegisters
-                              : c.clusterSize) = int(*v);
-    } else if (name == "warp_specialize" || name == "tma") {
+      c.*sw = int(*v);
+    } else if (auto flag = boolSwitch(name)) {
       auto v = parseBool(value);
       if (!v)
         return fail(name + " must be 0 or 1, got '" + value + "'");
-      (name == "tma" ? c.tma : c.warpSpecialize) = *v;
+      c.*flag = *v;
     } else {
       auto v = parseConstexpr(value);
       if (!v)

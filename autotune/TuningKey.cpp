@@ -144,18 +144,15 @@ Config autotune_detail::configFromJson(const json &j) {
     const std::string &k = it.key();
     if (k == "constexprs")
       continue;
-    if (k == "num_warps" || k == "num_stages" || k == "maxnreg" || k == "cluster_size") {
+    if (auto sw = Config::intSwitch(k)) {
       int64_t v = intValue(it.value(), "'" + k + "'");
       if (v < 0 || v > 1024)
         bad("'" + k + "' is out of range");
-      (k == "num_warps"    ? c.numWarps
-       : k == "num_stages" ? c.numStages
-       : k == "maxnreg"    ? c.maxRegisters
-                           : c.clusterSize) = int(v);
-    } else if (k == "warp_specialize" || k == "tma") {
+      c.*sw = int(v);
+    } else if (auto flag = Config::boolSwitch(k)) {
       if (!it.value().is_boolean())
         bad("'" + k + "' is not a boolean");
-      (k == "tma" ? c.tma : c.warpSpecialize) = it.value().get<bool>();
+      c.*flag = it.value().get<bool>();
     } else {
       bad("unknown config field '" + k + "'");
     }

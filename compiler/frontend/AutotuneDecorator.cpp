@@ -284,22 +284,17 @@ private:
       return false;
     Loc at = startLoc(*kw.value);
     Config one;
-    if (kw.name == "num_warps" || kw.name == "num_stages" || kw.name == "maxnreg" ||
-        kw.name == "cluster_size") {
+    if (auto sw = Config::intSwitch(kw.name)) {
       auto *n = std::get_if<int64_t>(&*v);
       if (!n)
         return error(at, kw.name + " must be an integer, got " + describeConstant(*v));
-      int clamped = int(std::clamp<int64_t>(*n, std::numeric_limits<int>::min(),
-                                            std::numeric_limits<int>::max()));
-      (kw.name == "num_warps"    ? one.numWarps
-       : kw.name == "num_stages" ? one.numStages
-       : kw.name == "maxnreg"    ? one.maxRegisters
-                                 : one.clusterSize) = clamped;
+      one.*sw = int(std::clamp<int64_t>(*n, std::numeric_limits<int>::min(),
+                                        std::numeric_limits<int>::max()));
     } else {
       auto *b = std::get_if<bool>(&*v);
       if (!b)
         return error(at, kw.name + " must be True or False, got " + describeConstant(*v));
-      (kw.name == "tma" ? one.tma : one.warpSpecialize) = *b;
+      one.*Config::boolSwitch(kw.name) = *b;
     }
     if (std::string why = one.validate(options_); !why.empty())
       return error(at, why);

@@ -70,6 +70,11 @@ struct Config {
   Config &useTma(bool on) { tma = on; return *this; }
   Config &maxnreg(int n) { maxRegisters = n; return *this; }
   Config &cluster(int n) { clusterSize = n; return *this; }
+  /// The integer switch named `name` in text, JSON and the decorator
+  /// (num_warps, num_stages, maxnreg, cluster_size), or null.
+  static std::optional<int> Config::*intSwitch(const std::string &name);
+  /// The boolean switch named `name` (warp_specialize, tma), or null.
+  static std::optional<bool> Config::*boolSwitch(const std::string &name);
 
   /// Sets the switches this config sets and its constexprs in options.constexprs.
   void applyTo(CompileOptions &options) const;
